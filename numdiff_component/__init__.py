@@ -1,0 +1,52 @@
+"""Numeric diff evaluator: how close a numeric output is to the expected number, for MLflow.
+
+The core (`parse_number`, `score`, `score_frame`, `aggregate`) knows nothing of MLflow; the
+MLflow adapters are imported on first use so that ``import numdiff_component`` stays fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from numdiff_component.aggregate import AGGREGATE_NAMES, Totals, aggregate
+from numdiff_component.errors import InputError, NumdiffError, OptionError, TrackingError
+from numdiff_component.options import Options
+from numdiff_component.parse import parse_column, parse_number
+from numdiff_component.scoring import RESULT_COLUMNS, ScoreResult, score, score_frame
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "numeric_diff_metric": "numdiff_component.evaluate",
+    "make_numeric_diff_metric": "numdiff_component.evaluate",
+    "numeric_diff_scorer": "numdiff_component.evaluate",
+    "make_numeric_diff_scorer": "numdiff_component.evaluate",
+    "NumericDiffModel": "numdiff_component.pyfunc",
+    "log_numeric_diff_model": "numdiff_component.pyfunc",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'numdiff_component' has no attribute {name!r}")
+
+
+__all__ = [
+    "AGGREGATE_NAMES",
+    "RESULT_COLUMNS",
+    "InputError",
+    "NumdiffError",
+    "OptionError",
+    "Options",
+    "ScoreResult",
+    "Totals",
+    "TrackingError",
+    "aggregate",
+    "parse_column",
+    "parse_number",
+    "score",
+    "score_frame",
+    *_LAZY,
+]

@@ -1,0 +1,3 @@
+from numdiff_component.cli import main
+
+main()

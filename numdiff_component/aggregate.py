@@ -1,0 +1,100 @@
+"""Aggregates over scored rows (SPEC §3), from running totals so that batches can be added up."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from numdiff_component.errors import InputError
+from numdiff_component.scoring import UNPARSEABLE, ScoreResult
+
+AGGREGATE_NAMES = ("mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable")
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Running totals of scored rows; ``a + b`` is the totals of both (Chan et al.'s update)."""
+
+    n: int = 0
+    n_passed: int = 0
+    n_unparseable: int = 0
+    score_mean: float = 0.0
+    score_m2: float = 0.0  # sum of squared deviations from the mean
+    abs_error_sum: float = 0.0
+
+    @classmethod
+    def of(cls, results: Mapping[str, Any]) -> Totals:
+        """Totals of one batch of result columns (``score``, ``passed``, ``label``, ``abs_error``)."""
+        scores = np.asarray(results["score"], dtype=float)
+        n = len(scores)
+        if n == 0:
+            return cls()
+        labels = np.asarray(results["label"], dtype=object)
+        unparseable = int(np.count_nonzero(labels == UNPARSEABLE))
+        errors = np.asarray(results["abs_error"], dtype=float)
+        mean = float(scores.mean())
+        return cls(
+            n=n,
+            n_passed=int(np.count_nonzero(np.asarray(results["passed"], dtype=bool))),
+            n_unparseable=unparseable,
+            score_mean=mean,
+            score_m2=float(((scores - mean) ** 2).sum()),
+            abs_error_sum=float(errors[labels != UNPARSEABLE].sum()),
+        )
+
+    def __add__(self, other: Totals) -> Totals:
+        n = self.n + other.n
+        if n == 0:
+            return self
+        delta = other.score_mean - self.score_mean
+        return Totals(
+            n=n,
+            n_passed=self.n_passed + other.n_passed,
+            n_unparseable=self.n_unparseable + other.n_unparseable,
+            score_mean=self.score_mean + delta * other.n / n,
+            score_m2=self.score_m2 + other.score_m2 + delta**2 * self.n * other.n / n,
+            abs_error_sum=self.abs_error_sum + other.abs_error_sum,
+        )
+
+    def aggregates(self) -> dict[str, float]:
+        """The SPEC §3 aggregates; `InputError` when there are no rows."""
+        if self.n == 0:
+            raise InputError("no rows to score")
+        n_parsed = self.n - self.n_unparseable
+        return {
+            "mean_score": self.score_mean,
+            "pass_rate": self.n_passed / self.n,
+            "mae": self.abs_error_sum / n_parsed if n_parsed else math.nan,
+            "mean_score_stderr": (
+                math.sqrt(self.score_m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
+            ),
+            "n_rows": self.n,
+            "n_unparseable": self.n_unparseable,
+        }
+
+
+def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, float]:
+    """Aggregate scored rows: ``mean_score``, ``pass_rate``, ``mae``, ``mean_score_stderr``,
+    ``n_rows``, ``n_unparseable`` (SPEC §3).
+
+    ``results`` is the frame from `score_frame` (or any mapping of its result columns), or an
+    iterable of `ScoreResult`. Unparseable rows count as 0 in ``mean_score`` and are left out of
+    ``mae``; ``mae`` is NaN when no row has two numbers. No rows is an error.
+
+    >>> from numdiff_component import score
+    >>> aggregate([score("10", "10"), score("9", "10"), score("?", "1")])["pass_rate"]
+    0.3333333333333333
+    """
+    if not isinstance(results, Mapping) and not hasattr(results, "columns"):
+        rows = list(results)
+        results = {
+            "score": [r.score for r in rows],
+            "passed": [r.passed for r in rows],
+            "label": [r.label for r in rows],
+            "abs_error": [r.abs_error for r in rows],
+        }
+    return Totals.of(results).aggregates()

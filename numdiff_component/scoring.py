@@ -1,0 +1,128 @@
+"""Scoring rows (SPEC §2): one pair at a time, and whole columns at a time."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from numdiff_component.errors import InputError
+from numdiff_component.options import Options
+from numdiff_component.parse import parse_column, parse_number
+
+RESULT_COLUMNS = ("output_value", "expected_value", "abs_error", "score", "passed", "label")
+PASS, FAIL, UNPARSEABLE = "pass", "fail", "unparseable"
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """The score of one row. ``output_value``/``expected_value`` are ``None`` with no number."""
+
+    score: float
+    passed: bool
+    label: str
+    output_value: float | None
+    expected_value: float | None
+    abs_error: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.score <= 1.0:  # also refuses NaN
+            raise ValueError(f"score must be in [0, 1], got {self.score!r}")
+
+
+def _pair_score(a: float, b: float, floor: float) -> float:
+    d = abs(a - b)
+    if d == 0:
+        return 1.0
+    raw = 1 - d / max(abs(a), abs(b), floor)
+    return min(1.0, max(0.0, raw)) if math.isfinite(raw) else 0.0
+
+
+def score(output: Any, expected: Any, options: Options | None = None, **overrides: Any) -> ScoreResult:
+    """Score one output against the expected value: one minus their relative difference.
+
+    ``score = 1 - |a - b| / max(|a|, |b|, floor)``, clamped to [0, 1]; 1.0 is best. A side
+    with no number scores 0.0 with label ``"unparseable"``.
+
+    >>> r = score("0.0302", "0.03024")
+    >>> round(r.score, 5), r.passed, r.label
+    (0.99996, True, 'pass')
+    >>> score("about 12 apples", "twelve").label
+    'unparseable'
+    """
+    opts = Options.of(options, **overrides)
+    a, b = parse_number(output, opts), parse_number(expected, opts)
+    if a is None or b is None:
+        return ScoreResult(0.0, False, UNPARSEABLE, a, b, math.nan)
+    value = _pair_score(a, b, opts.floor)
+    passed = value >= opts.threshold
+    return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
+
+
+def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np.ndarray]:
+    """The result columns for two float64 arrays of numbers read (NaN where none)."""
+    parsed = ~(np.isnan(a) | np.isnan(b))
+    with np.errstate(all="ignore"):
+        d = np.abs(a - b)
+        raw = 1 - d / np.maximum(np.maximum(np.abs(a), np.abs(b)), options.floor)
+        clamped = np.minimum(1.0, np.maximum(0.0, raw))
+    scores = np.where(d == 0, 1.0, np.where(np.isfinite(raw), clamped, 0.0))
+    scores = np.where(parsed, scores, 0.0)
+    passed = parsed & (scores >= options.threshold)
+    label = np.where(parsed, np.where(passed, PASS, FAIL), UNPARSEABLE).astype(object)
+    return {
+        "output_value": a,
+        "expected_value": b,
+        "abs_error": np.where(parsed, d, np.nan),
+        "score": scores,
+        "passed": passed,
+        "label": label,
+    }
+
+
+def check_columns(columns: Any, output_col: str, expected_col: str) -> None:
+    """Raise `InputError` when a column is missing or an input column has a result's name."""
+    names = [str(c) for c in columns]
+    duplicated = sorted({c for c in names if names.count(c) > 1})
+    if duplicated:
+        raise InputError(f"duplicate column name {duplicated[0]!r}; every column needs its own name")
+    for role, name in (("output", output_col), ("expected", expected_col)):
+        if name not in names:
+            existing = ", ".join(repr(c) for c in names) or "none"
+            raise InputError(
+                f"{role} column {name!r} not found; the columns are: {existing} "
+                f"(choose with --{role}-col)"
+            )
+    clash = [c for c in RESULT_COLUMNS if c in names]
+    if clash:
+        raise InputError(
+            f"input column {clash[0]!r} has the name of a result column; rename it "
+            f"(result columns: {', '.join(RESULT_COLUMNS)})"
+        )
+
+
+def score_frame(
+    df: pd.DataFrame,
+    output_col: str = "output",
+    expected_col: str = "expected",
+    options: Options | None = None,
+    **overrides: Any,
+) -> pd.DataFrame:
+    """Score every row of ``df``: a new frame, input columns first, then the result columns.
+
+    Columns are read whole (pyarrow compute and numpy), never row by row. The input frame is
+    not modified; an input column named like a result column is an error.
+
+    >>> df = pd.DataFrame({"output": ["0.0302", "x=-3", "n/a"], "expected": ["0.03024", -3, 1]})
+    >>> score_frame(df)[["score", "label"]].round(5).to_dict("list")
+    {'score': [0.99996, 1.0, 0.0], 'label': ['pass', 'pass', 'unparseable']}
+    """
+    opts = Options.of(options, **overrides)
+    check_columns(df.columns, output_col, expected_col)
+    a = parse_column(df[output_col], opts)
+    b = parse_column(df[expected_col], opts)
+    results = pd.DataFrame(score_values(a, b, opts), index=df.index)
+    return pd.concat([df, results], axis=1)
