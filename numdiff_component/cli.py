@@ -1,0 +1,156 @@
+"""The ``numdiff`` command line. The only module that prints or exits.
+
+Exit codes: 0 done; 1 the quality gate (``--fail-under``) failed; 2 bad input or usage;
+3 the tracking server could not be reached (the local results are complete all the same).
+Heavy imports happen inside the commands so that ``numdiff --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+
+EXIT_GATE, EXIT_INPUT, EXIT_TRACKING = 1, 2, 3
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"numdiff: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _guarded(func: F) -> F:
+    """Turn the core's typed errors into one line on stderr and an exit code."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from numdiff_component.errors import NumdiffError, TrackingError
+
+        try:
+            return func(*args, **kwargs)
+        except (NumdiffError, TrackingError) as exc:
+            if os.environ.get("NUMDIFF_TRACEBACK"):
+                raise
+            _fail(str(exc), EXIT_TRACKING if isinstance(exc, TrackingError) else EXIT_INPUT)
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="numdiff_component")
+def cli() -> None:
+    """Numeric diff evaluator: score how close numeric outputs are to the expected numbers.
+
+    Set NUMDIFF_TRACEBACK=1 to see the traceback behind an error.
+    """
+
+
+def _format_value(name: str, value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if name.startswith("n_"):
+        return f"{int(value):,}"
+    return f"{value:.6g}"
+
+
+def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str]:
+    """The aggregates as aligned lines, the mean with its standard error."""
+    stderr = aggregates["mean_score_stderr"]
+    mean = _format_value("mean_score", aggregates["mean_score"])
+    if not math.isnan(stderr):
+        mean += f" ± {stderr:.2g} (standard error)"
+    rows = [
+        ("mean_score", mean),
+        ("pass_rate", f"{_format_value('pass_rate', aggregates['pass_rate'])} (score >= {threshold:g})"),
+        ("mae", _format_value("mae", aggregates["mae"])),
+        ("n_rows", _format_value("n_rows", aggregates["n_rows"])),
+        ("n_unparseable", _format_value("n_unparseable", aggregates["n_unparseable"])),
+    ]
+    return [f"  {name:<14} {text}" for name, text in rows]
+
+
+@cli.command()
+@click.argument("predictions", required=False, default="")
+@click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
+@click.option("--expected-col", default="expected", show_default=True, help="Column with the expected numbers.")
+@click.option("--id-col", default="", help="Column identifying each row (kept in the results, used by compare).")
+@click.option("--threshold", type=float, default=0.99, show_default=True, help="A row passes when its score is at least this (0 to 1).")
+@click.option("--floor", type=float, default=1.0, show_default=True, help="Smallest denominator of the relative difference (>= 0).")
+@click.option("--decimal-comma", type=click.BOOL, is_flag=False, flag_value=True, default=False, show_default=True, help="Read ',' as the decimal point and '.' as the grouping separator.")
+@click.option("--pick", default="first", show_default=True, metavar="[first|last]", help="Which number of a text to read.")
+@click.option("--percent", default="keep", show_default=True, metavar="[keep|fraction]", help="'fraction' reads '50 %' as 0.5.")
+@click.option("--format", "fmt", default=None, metavar="[csv|parquet|json|jsonl]", help="Format of PREDICTIONS  [default: from the extension]")
+@click.option("--experiment-name", default=None, help="MLflow experiment to log to.")
+@click.option("--run-name", default=None, help="Name of the MLflow run.")
+@click.option("--results-dir", default=None, help="Folder for the local copy of the per-item results  [default: a new temporary folder]")
+@click.option("--fail-under", type=float, default=0.0, show_default=True, metavar="RATE", help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@_guarded
+def score(
+    predictions: str,
+    output_col: str,
+    expected_col: str,
+    id_col: str,
+    threshold: float,
+    floor: float,
+    decimal_comma: bool,
+    pick: str,
+    percent: str,
+    fmt: str | None,
+    experiment_name: str | None,
+    run_name: str | None,
+    results_dir: str | None,
+    fail_under: float,
+    quiet: bool,
+) -> None:
+    """Score a prediction table and log the results to MLflow.
+
+    PREDICTIONS is a local path, a URI pandas reads (s3://, https://...) or runs:/<run_id>/<path>
+    (an artifact of an earlier run). Without it, the sample table inside the package is scored.
+    """
+    from numdiff_component.job import JobConfig, run_job
+    from numdiff_component.options import Options
+
+    options = Options(
+        threshold=threshold, floor=floor, decimal_comma=decimal_comma, pick=pick, percent=percent  # type: ignore[arg-type]
+    )
+    if not 0.0 <= fail_under <= 1.0:
+        _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
+    outcome = run_job(
+        JobConfig(
+            predictions=predictions or None,
+            output_col=output_col,
+            expected_col=expected_col,
+            id_col=id_col or None,
+            options=options,
+            format=fmt,
+            results_dir=results_dir,
+            experiment_name=experiment_name,
+            run_name=run_name,
+        )
+    )
+    aggregates = outcome.evaluation.aggregates
+    if not quiet:
+        click.echo(f"numeric diff: scored {outcome.evaluation.source}")
+        for line in summary_lines(aggregates, options.threshold):
+            click.echo(line)
+        click.echo(f"  {'run_id':<14} {outcome.run_id}")
+        click.echo(f"  {'results':<14} {outcome.results_path}")
+    if aggregates["pass_rate"] < fail_under:
+        _fail(
+            f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
+            EXIT_GATE,
+        )
+
+
+# Further commands (log-model, compare) are defined below this line, one function each.
+
+
+def main() -> None:
+    cli(prog_name="numdiff")

@@ -1,0 +1,126 @@
+"""Logging a scored table to MLflow (SPEC §5). Only this module and the adapters import mlflow."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from numdiff_component.errors import TrackingError, first_line
+from numdiff_component.options import Options
+
+PREFIX = "numeric_diff"
+RESULTS_PARQUET = "results.parquet"
+RESULTS_JSON = "results.json"
+LOG_TABLE_MAX_ROWS = 100_000
+
+# Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
+_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What one scoring job logs: where the table came from, how it was scored, what came out."""
+
+    source: str
+    dataset_name: str
+    options: Options
+    output_col: str
+    expected_col: str
+    id_col: str | None
+    aggregates: Mapping[str, float]
+    results_dir: Path
+    n_rows: int
+    extra_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+def params(evaluation: Evaluation) -> dict[str, str]:
+    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs."""
+    values: dict[str, Any] = {
+        **evaluation.options.as_dict(),
+        "output_col": evaluation.output_col,
+        "expected_col": evaluation.expected_col,
+        "id_col": evaluation.id_col or "",
+        "predictions": evaluation.source,
+        **evaluation.extra_params,
+    }
+    return {f"{PREFIX}/{k}": str(v) for k, v in values.items()}
+
+
+def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
+    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged)."""
+    return {f"{PREFIX}/{k}": float(v) for k, v in aggregates.items() if not math.isnan(v)}
+
+
+def _dataset(frame: pd.DataFrame, evaluation: Evaluation) -> Any:
+    import warnings
+
+    import mlflow
+
+    warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+    try:
+        return mlflow.data.from_pandas(
+            frame,
+            source=evaluation.source,
+            name=evaluation.dataset_name,
+            targets=evaluation.expected_col,
+            predictions=evaluation.output_col,
+        )
+    except Exception:  # a source mlflow cannot resolve (e.g. a custom URI scheme)
+        return mlflow.data.from_pandas(
+            frame,
+            name=evaluation.dataset_name,
+            targets=evaluation.expected_col,
+            predictions=evaluation.output_col,
+        )
+
+
+def log_evaluation(
+    evaluation: Evaluation,
+    input_frame: pd.DataFrame,
+    results: pd.DataFrame | None,
+    *,
+    run_name: str | None = None,
+    experiment_name: str | None = None,
+    extra_artifacts: Callable[[], None] | None = None,
+) -> str:
+    """Log params, metrics, the input as a dataset and the results to an MLflow run; its id.
+
+    The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. ``results``
+    (the per-item frame) is logged as a table when not ``None``; the complete Parquet copy is
+    read from ``evaluation.results_dir``. Any tracking failure raises `TrackingError`, and the
+    run, when it was started, is marked FAILED.
+    """
+    for key, value in _HTTP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    import mlflow
+
+    run = None
+    try:
+        if experiment_name:
+            mlflow.set_experiment(experiment_name)
+        run = mlflow.start_run(run_name=run_name)
+        mlflow.log_params(params(evaluation))
+        mlflow.log_metrics(metrics(evaluation.aggregates))
+        mlflow.log_input(_dataset(input_frame, evaluation), context="evaluation")
+        mlflow.log_artifact(str(evaluation.results_dir / RESULTS_PARQUET), artifact_path=PREFIX)
+        if results is not None:
+            mlflow.log_table(data=results, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
+        if extra_artifacts is not None:
+            extra_artifacts()
+        mlflow.end_run()
+        return str(run.info.run_id)
+    except Exception as exc:
+        if run is not None:
+            try:
+                mlflow.end_run(status="FAILED")
+            except Exception:  # the server is gone; nothing more can be told
+                pass
+        raise TrackingError(
+            f"could not log to MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
+        ) from exc
