@@ -227,17 +227,22 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
+_HOMOGENEOUS = {"string", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+
+
 def _as_arrow(values: Any) -> pa.Array | None:
     """The column as one Arrow array, or ``None`` when its Python objects mix types."""
-    try:
-        if isinstance(values, pa.ChunkedArray):
-            array = values.combine_chunks()
-        elif isinstance(values, pa.Array):
-            array = values
-        else:
-            array = pa.array(values, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        return None
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    else:
+        series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+        # Arrow would quietly turn a bool among floats into 1.0: mixed objects go one by one.
+        if series.dtype == object and pd.api.types.infer_dtype(series) not in _HOMOGENEOUS:
+            return None
+        try:
+            array = pa.array(series, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            return None
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 

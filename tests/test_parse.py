@@ -1,0 +1,171 @@
+"""Reading numbers (SPEC §1): the spec's examples, and the vectorised path against the plain one."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from numdiff_component import OptionError, Options, parse_column, parse_number
+
+SPEC_EXAMPLES = [
+    # (value, options, number read)
+    ("0.0302", {}, 0.0302),
+    ("0.03024", {}, 0.03024),
+    (None, {}, None),
+    (float("nan"), {}, None),
+    (pd.NA, {}, None),
+    (np.nan, {}, None),
+    (True, {}, None),
+    (np.bool_(False), {}, None),
+    (7, {}, 7.0),
+    (2.5, {}, 2.5),
+    (Decimal("1.25"), {}, 1.25),
+    (np.int32(3), {}, 3.0),
+    (np.float32(0.5), {}, 0.5),
+    (float("inf"), {}, None),
+    (10**400, {}, None),
+    (Decimal("1e400"), {}, None),
+    ("١٢", {}, None),
+    ("１２", {}, None),
+    ("1,234,567", {}, 1234567.0),
+    ("5.", {}, 5.0),
+    (".5", {}, 0.5),
+    ("1e", {}, 1.0),
+    ("1e5", {}, 100000.0),
+    ("1e\u22125", {}, 1e-05),
+    ("Between 3 and 4, final answer 4", {}, 3.0),
+    ("Between 3 and 4, final answer 4", {"pick": "last"}, 4.0),
+    ("12345", {"pick": "last"}, 12345.0),
+    ("-3", {}, -3.0),
+    ("x=-3", {}, -3.0),
+    ("(\u22122)", {}, -2.0),
+    ("$-3.50", {}, -3.5),
+    ("--5", {}, -5.0),
+    ("COVID-19", {}, 19.0),
+    ("a-5", {}, 5.0),
+    ("E-5", {}, 5.0),
+    ("$1,234.50", {}, 1234.5),
+    ("1,2345", {}, 1.0),
+    ("1234,567", {}, 1234.0),
+    ("1.234,5", {"decimal_comma": True}, 1234.5),
+    ("3,14", {"decimal_comma": True}, 3.14),
+    (",5", {"decimal_comma": True}, 0.5),
+    ("12.5", {"decimal_comma": True}, 12.0),
+    ("50 %", {"percent": "fraction"}, 0.5),
+    ("50\t%", {"percent": "fraction"}, 0.5),
+    ("12%", {}, 12.0),
+    ("1_000", {}, 1.0),
+    ("0x1F", {}, 0.0),
+    ("3/4", {}, 3.0),
+    ("twelve", {}, None),
+    ("inf", {}, None),
+    ("nan", {}, None),
+    ("1e999", {}, None),
+    ("1e-400", {}, 0.0),
+]
+
+
+@pytest.mark.parametrize(("value", "options", "expected"), SPEC_EXAMPLES)
+def test_spec_examples(value: object, options: dict, expected: float | None) -> None:
+    assert parse_number(value, **options) == expected
+    vectorised = parse_column(pd.Series([value], dtype=object), **options)[0]
+    assert (math.isnan(vectorised) and expected is None) or vectorised == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threshold": 1.5}, "threshold must be a number between 0 and 1, got 1.5"),
+        ({"threshold": "high"}, "threshold must be a number between 0 and 1, got 'high'"),
+        ({"floor": -1}, "floor must be a number >= 0, got -1"),
+        ({"floor": float("nan")}, "floor must be a number >= 0, got nan"),
+        ({"decimal_comma": "yes"}, "decimal_comma must be True or False, got 'yes'"),
+        ({"pick": "middle"}, "pick must be one of 'first', 'last', got 'middle'"),
+        ({"percent": "ratio"}, "percent must be one of 'keep', 'fraction', got 'ratio'"),
+        ({"treshold": 0.5}, "unknown option 'treshold'"),
+    ],
+)
+def test_option_out_of_domain_names_option_and_value(options: dict, message: str) -> None:
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_number("1", **options)
+
+
+# --- differential: the vectorised path equals the plain path ---------------------------------
+
+_ALPHABET = "0123456789" * 3 + ",.,.eE+-\u2212%  \t\nax\u00e9$()_/\ue0000"
+texts = st.one_of(
+    st.text(alphabet=_ALPHABET, max_size=30),
+    st.text(max_size=20),  # any unicode, including other digits and letters
+    st.from_regex(r"[-+\u2212]?[0-9]{1,4}(,[0-9]{3}){0,3}(\.[0-9]*)?([eE][-+]?[0-9]{1,3})?%?", fullmatch=True),
+)
+all_options = st.builds(
+    Options,
+    threshold=st.just(0.99),
+    floor=st.just(1.0),
+    decimal_comma=st.booleans(),
+    pick=st.sampled_from(["first", "last"]),
+    percent=st.sampled_from(["keep", "fraction"]),
+)
+
+
+def _plain(values: list[object], options: Options) -> np.ndarray:
+    parsed = [parse_number(v, options) for v in values]
+    return np.array([np.nan if v is None else v for v in parsed], dtype=float)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(texts, st.none()), min_size=1, max_size=25), options=all_options)
+@example(values=["1,234 -5", ".5.5", "5..5", "1,234,5678", "a\n-5", "\ue0003-4"], options=Options(pick="last"))
+def test_vectorised_equals_plain_on_text(values: list[str | None], options: Options) -> None:
+    assert _same(parse_column(values, options), _plain(values, options))
+
+
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.decimals(allow_nan=False, places=None).filter(lambda d: d.is_finite()),
+    st.booleans(),
+    st.none(),
+    texts,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(numbers, min_size=1, max_size=15), options=all_options)
+def test_vectorised_equals_plain_on_mixed_objects(values: list[object], options: Options) -> None:
+    column = pd.Series(values, dtype=object)
+    assert _same(parse_column(column, options), _plain(values, options))
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series([1, None, -3], dtype="Int64"),
+        pd.Series([1.5, np.nan, float("inf"), -2.0]),
+        pd.Series([1, 2, 3], dtype="int64"),
+        pd.Series([True, False, None], dtype="boolean"),
+        pd.Series(["1", "x", "1"], dtype="category"),
+        pd.Series([Decimal("1.10"), None, Decimal("-0.000000000000000000001")]),
+        pa.array([Decimal("123.456"), None], pa.decimal128(10, 3)),
+        pa.chunked_array([["1,5", None], ["x=-2"]]),
+        pa.array(["3", None], pa.large_string()),
+        pd.Series(pd.to_datetime(["2024-01-02", None])),
+        pd.Series([None, None]),
+    ],
+    ids=lambda c: str(getattr(c, "dtype", None) or c.type),
+)
+def test_typed_columns_read_as_their_values(column: object) -> None:
+    values = column.to_pylist() if hasattr(column, "to_pylist") else column.tolist()
+    for options in (Options(), Options(decimal_comma=True, pick="last")):
+        assert _same(parse_column(column, options), _plain(values, options))
