@@ -152,5 +152,122 @@ def score(
 # Further commands (log-model, compare) are defined below this line, one function each.
 
 
+@cli.command("log-model")
+@click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
+@click.option(
+    "--threshold", type=float, default=0.99, show_default=True,
+    help="A row passes when its score is at least this (0 to 1).",
+)
+@click.option(
+    "--floor", type=float, default=1.0, show_default=True,
+    help="Smallest denominator of the relative difference (>= 0).",
+)
+@click.option(
+    "--decimal-comma", type=click.BOOL, is_flag=False, flag_value=True, default=False,
+    show_default=True, help="Read ',' as the decimal point and '.' as the grouping separator.",
+)
+@click.option(
+    "--pick", default="first", show_default=True, metavar="[first|last]",
+    help="Which number of a text to read.",
+)
+@click.option(
+    "--percent", default="keep", show_default=True, metavar="[keep|fraction]",
+    help="'fraction' reads '50 %' as 0.5.",
+)
+@click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
+@click.option("--run-name", default=None, help="Name of a new MLflow run.")
+@_guarded
+def log_model(
+    name: str,
+    threshold: float,
+    floor: float,
+    decimal_comma: bool,
+    pick: str,
+    percent: str,
+    experiment_name: str | None,
+    run_name: str | None,
+) -> None:
+    """Log the scorer as an MLflow pyfunc model and print its URI.
+
+    The model takes a table with 'output' and 'expected' (text) and returns score, passed,
+    label, output_value, expected_value and abs_error per row. Serve it with
+    `mlflow models serve -m <URI> --env-manager local`.
+    """
+    from numdiff_component.pyfunc import log_numeric_diff_model
+
+    info = log_numeric_diff_model(
+        name,
+        experiment_name=experiment_name,
+        run_name=run_name,
+        threshold=threshold,
+        floor=floor,
+        decimal_comma=decimal_comma,
+        pick=pick,
+        percent=percent,
+    )
+    click.echo(info.model_uri)
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option(
+    "--id-col", default="",
+    help="Column matching rows of A and B  [default: the runs' id column; else row position]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=20, show_default=True,
+    help="Rows listed per section (0: all).",
+)
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True,
+    help="Significance level of the pass/fail change test.",
+)
+@click.option("--log", "log_run", is_flag=True, help="Record the comparison in a new MLflow run.")
+@click.option("--experiment-name", default=None, help="MLflow experiment for --log.")
+@_guarded
+def compare(
+    run_a: str,
+    run_b: str,
+    id_col: str,
+    as_json: bool,
+    limit: int,
+    alpha: float,
+    log_run: bool,
+    experiment_name: str | None,
+) -> None:
+    """Compare the per-item results of two scoring runs: B against A.
+
+    RUN_A and RUN_B are MLflow run ids (their numeric_diff/results.parquet is read) or local
+    results Parquet files. Rows are matched by id when the runs have an id column, by position
+    otherwise. Shows the aggregates side by side, McNemar's exact test on the pass/fail
+    changes, and the rows that regressed, improved or dropped most.
+    """
+    import json
+
+    from numdiff_component.compare import (
+        compare_results,
+        format_text,
+        load_results,
+        log_comparison,
+        resolve_id_col,
+    )
+
+    a, b = load_results(run_a), load_results(run_b)
+    comparison = compare_results(
+        a.frame, b.frame, id_col=resolve_id_col(id_col or None, a, b), alpha=alpha
+    )
+    summary: dict[str, Any] = {"a": run_a, "b": run_b, **comparison.to_dict(limit or None)}
+    if log_run:
+        summary["run_id"] = log_comparison(summary, run_a, run_b, experiment_name=experiment_name)
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(format_text(comparison, run_a, run_b, limit or None))
+    if log_run:
+        click.echo(f"\n  logged to run {summary['run_id']}")
+
+
 def main() -> None:
     cli(prog_name="numdiff")

@@ -118,10 +118,10 @@ def load_table(source: str | None = None, fmt: str | None = None) -> Table:
         return Table(read_frame(path, "csv"), path, "numdiff_sample", "csv")
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    fmt = fmt or detect_format(source)
     local = _download(source) if _is_mlflow_uri(source) else _local_path(source)
     if local is not None:
         _check_local(local, source)
+    fmt = fmt or detect_format(source)
     try:
         frame = read_frame(local or source, fmt)
     except Exception as exc:  # pandas and pyarrow raise many types for a bad file

@@ -1,0 +1,162 @@
+"""Throughput of `score_frame` against baselines measured in the same run.
+
+    python benchmarks/bench_core.py [--rows N] [--autoevals-rows M] [--repeat R]
+
+Two tables of N rows (both columns strings): (a) clean numeric strings, (b) numbers inside
+prose, shaped like LLM answers (currency, grouping, signs, exponents, percents, several numbers,
+a few with no number). Baselines: (a) the floor, ``pyarrow.compute.cast`` of both columns to
+float64 plus the score arithmetic in numpy; (b) one ``extract_regex`` pass per column with a
+simple number pattern, plus the cast and the arithmetic; (c) a Python loop calling
+``autoevals.NumericDiff`` on numbers already converted to floats (on M rows). Best of R runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from numdiff_component import score_frame
+
+PROSE = [
+    "The answer is ${g}.",
+    "approximately {e} units",
+    "{f}",
+    "I believe the result is {i}.",
+    "Final answer: {f}",
+    "The total comes to {g} dollars.",
+    "About {i}% of respondents agreed.",
+    "x = {s}",
+    "It is roughly {e} meters away.",
+    "**Answer:** {i}",
+    "There are {i} apples and 4 oranges, so {i} fruits.",
+    "Step 1: add 3 and 4. Step 2: multiply by {f}. The result is {f}.",
+    "The value is {s}, give or take.",
+    "I cannot determine the answer from the information given.",
+    "twelve",
+]
+
+
+def _numbers(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
+    mags = 10.0 ** rng.uniform(-3, 6, n)
+    signs = rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
+    values = mags * signs
+    return {
+        "f": [f"{v:.4g}" for v in values],
+        "g": [f"{abs(v):,.2f}" for v in values],
+        "e": [f"{v:.2e}" for v in values],
+        "i": [str(int(abs(v))) for v in values],
+        "s": [f"{v:.3f}" for v in values],
+    }
+
+
+def clean_column(rng: np.random.Generator, n: int) -> list[str]:
+    values = 10.0 ** rng.uniform(-3, 6, n) * rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
+    shapes = rng.integers(0, 4, n)
+    formats = ["{:.6g}", "{:.2f}", "{:.0f}", "{:.3e}"]
+    return [formats[k].format(v) for k, v in zip(shapes.tolist(), values.tolist(), strict=True)]
+
+
+def prose_column(rng: np.random.Generator, n: int) -> list[str]:
+    nums = _numbers(rng, n)
+    picks = rng.integers(0, len(PROSE), n).tolist()
+    return [
+        PROSE[k].format(**{key: nums[key][row] for key in "fgeis"}) for row, k in enumerate(picks)
+    ]
+
+
+def frame(kind: str, n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    make = clean_column if kind == "clean" else prose_column
+    return pd.DataFrame({"output": make(rng, n), "expected": make(rng, n)})
+
+
+def _arith(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        d = np.abs(a - b)
+        return np.clip(1 - d / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0), 0, 1)
+
+
+def cast_floor(df: pd.DataFrame) -> np.ndarray:
+    a, b = (pc.cast(pa.array(df[c]), pa.float64()).to_numpy() for c in ("output", "expected"))
+    return _arith(a, b)
+
+
+SIMPLE = r"(?P<n>[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+
+
+def extract_floor(df: pd.DataFrame) -> np.ndarray:
+    cols = []
+    for c in ("output", "expected"):
+        tok = pc.struct_field(pc.extract_regex(pa.array(df[c]), SIMPLE), [0])
+        cols.append(pc.cast(tok, pa.float64()).to_numpy(zero_copy_only=False))
+    return _arith(*cols)
+
+
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def autoevals_rate(df: pd.DataFrame, m: int, repeat: int) -> float:
+    from autoevals import NumericDiff
+
+    scorer = NumericDiff()
+    a = [float(x) for x in df["output"][:m]]
+    b = [float(x) for x in df["expected"][:m]]
+
+    def loop() -> list[float]:
+        return [scorer.eval(output=x, expected=y).score for x, y in zip(a, b, strict=True)]
+
+    return m / best_time(loop, max(1, repeat // 2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--autoevals-rows", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n, r = args.rows, args.repeat
+
+    clean, prose = frame("clean", n, seed=1), frame("prose", n, seed=2)
+    rate = {
+        "score_frame, clean": n / best_time(lambda: score_frame(clean), r),
+        "floor: cast + arithmetic, clean": n / best_time(lambda: cast_floor(clean), r),
+        "score_frame, prose": n / best_time(lambda: score_frame(prose), r),
+        "floor: extract_regex + cast + arithmetic, prose": n
+        / best_time(lambda: extract_floor(prose), r),
+        "autoevals.NumericDiff loop on floats": autoevals_rate(clean, min(n, args.autoevals_rows), r),
+    }
+    unparseable = int((score_frame(prose)["label"] == "unparseable").sum())
+    print(f"rows: {n:,} per table (prose: {unparseable:,} unparseable rows), best of {r}")
+    print(f"{'what':<50} {'rows/s':>14}")
+    for name, value in rate.items():
+        print(f"{name:<50} {value:>14,.0f}")
+    auto = rate["autoevals.NumericDiff loop on floats"]
+    checks = [
+        ("(a) clean vs cast floor", rate["score_frame, clean"] / rate["floor: cast + arithmetic, clean"], 0.40),
+        (
+            "(b) prose vs extract+cast floor",
+            rate["score_frame, prose"] / rate["floor: extract_regex + cast + arithmetic, prose"],
+            0.80,
+        ),
+        ("(c) clean vs autoevals", rate["score_frame, clean"] / auto, 10.0),
+        ("(c) prose vs autoevals", rate["score_frame, prose"] / auto, 10.0),
+    ]
+    print(f"\n{'ratio':<50} {'value':>8} {'target':>8}")
+    for name, value, target in checks:
+        print(f"{name:<50} {value:>8.2f} {'>= ' + format(target, 'g'):>8} {'ok' if value >= target else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()

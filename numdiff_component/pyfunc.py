@@ -1,0 +1,138 @@
+"""The numeric diff evaluator as an MLflow pyfunc model, for serving and batch scoring.
+
+The model takes a table with ``output`` and ``expected`` columns and returns the SPEC §4 result
+columns for each row. Its options live in the model config, so they travel with the logged
+model and can be overridden when loading it
+(``mlflow.pyfunc.load_model(uri, model_config={"threshold": 0.9})``) or serving it
+(``MLFLOW_PYFUNC_INFERENCE_CONFIG='{"threshold": 0.9}'``).
+
+The model carries a copy of this package (``code_paths``), so it loads where
+``numdiff_component`` is not installed; its pip requirements are the core's dependencies
+(mlflow, pandas, numpy, pyarrow) at the versions installed when it was logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.models.model import ModelInfo
+from mlflow.pyfunc import PythonModel, PythonModelContext
+from mlflow.types import ColSpec, Schema
+
+from numdiff_component.errors import InputError, TrackingError, first_line
+from numdiff_component.options import Options
+from numdiff_component.scoring import score_frame
+from numdiff_component.tracking import _HTTP_DEFAULTS
+
+INPUT_COLUMNS = ("output", "expected")
+OUTPUT_COLUMNS = ("score", "passed", "label", "output_value", "expected_value", "abs_error")
+_OUTPUT_TYPES = ("double", "boolean", "string", "double", "double", "double")
+_REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
+
+SIGNATURE = ModelSignature(
+    inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
+    outputs=Schema(
+        [ColSpec(kind, name) for kind, name in zip(_OUTPUT_TYPES, OUTPUT_COLUMNS, strict=True)]
+    ),
+)
+INPUT_EXAMPLE = pd.DataFrame(
+    {"output": ["The answer is 42.", "0.0302", "twelve"], "expected": ["42", "0.03024", "12"]}
+)
+
+
+class NumericDiffModel(PythonModel):
+    """Scores ``output`` against ``expected`` row by row, with the options of its model config.
+
+    ``predict`` returns one row per input row, in input order, with the columns ``score``,
+    ``passed``, ``label``, ``output_value``, ``expected_value`` and ``abs_error``: the same
+    numbers as `score_frame`. Other input columns are ignored.
+
+    >>> model = NumericDiffModel(Options(threshold=0.9))
+    >>> frame = pd.DataFrame({"output": ["It is 41.", "n/a"], "expected": ["42", "1"]})
+    >>> model.predict(None, frame)[["score", "label"]].round(4).to_dict("list")
+    {'score': [0.9762, 0.0], 'label': ['pass', 'unparseable']}
+    """
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+
+    def load_context(self, context: PythonModelContext) -> None:
+        """Read the options from the model config (unknown keys are an `OptionError`)."""
+        self.options = Options.of(None, **(context.model_config or {}))
+
+    def predict(
+        self,
+        context: PythonModelContext | None,
+        model_input: pd.DataFrame,
+        params: dict[str, Any] | None = None,
+    ) -> pd.DataFrame:
+        if not isinstance(model_input, pd.DataFrame):
+            model_input = pd.DataFrame(model_input)
+        missing = [c for c in INPUT_COLUMNS if c not in model_input.columns]
+        if missing:
+            existing = ", ".join(repr(str(c)) for c in model_input.columns) or "none"
+            raise InputError(f"input needs the columns 'output' and 'expected'; it has {existing}")
+        frame = model_input[list(INPUT_COLUMNS)].reset_index(drop=True)
+        results = score_frame(frame, "output", "expected", self.options)
+        return results[list(OUTPUT_COLUMNS)]
+
+
+def _pip_requirements() -> list[str]:
+    return [f"{name}=={version(name)}" for name in _REQUIREMENTS]
+
+
+def log_numeric_diff_model(
+    name: str = "numeric_diff_model",
+    *,
+    experiment_name: str | None = None,
+    run_name: str | None = None,
+    **options: Any,
+) -> ModelInfo:
+    """Log a `NumericDiffModel` with these options to MLflow; its ``ModelInfo``.
+
+    ``options`` are the five options of SPEC §2, validated first (`OptionError`) and stored as
+    the model config. The model goes to the active run, or to a new run (named ``run_name``, in
+    ``experiment_name`` when given; both are used only for a new run). It has a signature
+    (``output``, ``expected`` strings in; the six result columns out) and an input example.
+    ``ModelInfo.model_uri`` (``models:/<model_id>``) is what ``mlflow models serve -m`` and
+    ``mlflow.pyfunc.load_model`` take; ``runs:/<run_id>/<name>`` works as well. A tracking
+    failure raises `TrackingError`.
+    """
+    opts = Options.of(None, **options)
+    for key, value in _HTTP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    started = None
+    try:
+        if mlflow.active_run() is None:
+            if experiment_name:
+                mlflow.set_experiment(experiment_name)
+            started = mlflow.start_run(run_name=run_name)
+        info = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=NumericDiffModel(opts),
+            model_config=opts.as_dict(),
+            signature=SIGNATURE,
+            input_example=INPUT_EXAMPLE,
+            code_paths=[str(Path(__file__).parent)],
+            pip_requirements=_pip_requirements(),
+        )
+        if started is not None:
+            mlflow.end_run()
+        return info
+    except Exception as exc:
+        if started is not None:
+            with contextlib.suppress(Exception):  # the server is gone; nothing more to tell
+                mlflow.end_run(status="FAILED")
+        raise TrackingError(
+            f"could not log the model to MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
+        ) from exc
+
+
+__all__ = ["SIGNATURE", "NumericDiffModel", "log_numeric_diff_model"]

@@ -1,0 +1,400 @@
+"""Plots and a Markdown summary of a scored table, built batch by batch in bounded memory.
+
+`ReportBuilder` keeps, whatever the number of rows: pass/fail score histograms on fixed bins, a
+uniform sample of (output value, expected value) pairs for the scatter plot, the count of
+unparseable rows, the ``worst_k`` rows with the lowest scores and the first ``worst_k``
+unparseable rows. Feeding a table in batches gives the same report as feeding it at once.
+
+Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
+backend switch, no display needed. matplotlib is imported only when a report is written.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from numdiff_component.options import Options
+from numdiff_component.scoring import UNPARSEABLE
+
+HISTOGRAM_PNG = "score_histogram.png"
+SCATTER_PNG = "output_vs_expected.png"
+SUMMARY_MD = "summary.md"
+
+_ROW = "row"  # position of a row in the whole table, counted over all batches
+_CELL_CHARS = 60
+_PASS_COLOUR, _FAIL_COLOUR, _UNPARSEABLE_COLOUR = "#2b8cbe", "#e34a33", "#969696"
+
+
+class ReportBuilder:
+    """Collect what the report needs from scored batches, then write the plots and summary.
+
+    ``add`` takes frames from `score_frame` (input columns and result columns); ``write``
+    draws ``score_histogram.png`` and ``output_vs_expected.png`` and writes ``summary.md``.
+
+    >>> from numdiff_component import score_frame
+    >>> builder = ReportBuilder(Options(), id_col="id")
+    >>> df = pd.DataFrame({"id": ["a", "b"], "output": ["3", "n/a"], "expected": ["4", "1"]})
+    >>> builder.add(score_frame(df))
+    >>> builder.n_rows, builder.n_unparseable, builder.worst()["id"].tolist()
+    (2, 1, ['a'])
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        output_col: str = "output",
+        expected_col: str = "expected",
+        id_col: str | None = None,
+        *,
+        bins: int = 100,
+        sample_size: int = 5_000,
+        worst_k: int = 10,
+        seed: int = 0,
+    ) -> None:
+        if bins < 1 or sample_size < 1 or worst_k < 1:
+            raise ValueError("bins, sample_size and worst_k must be at least 1")
+        self.options = options
+        self.output_col = output_col
+        self.expected_col = expected_col
+        self.id_col = id_col
+        self.worst_k = worst_k
+        self.sample_size = sample_size
+        self.edges = np.linspace(0.0, 1.0, bins + 1)
+        self.passed_counts = np.zeros(bins, dtype=np.int64)
+        self.failed_counts = np.zeros(bins, dtype=np.int64)
+        self.n_rows = 0
+        self.n_passed = 0
+        self.n_unparseable = 0
+        self._rng = np.random.default_rng(seed)
+        # Bottom-k sample: each row with numbers gets a uniform key; the rows with the smallest
+        # keys are a uniform sample, and the smallest keys of the batches are those of the whole.
+        self._sample = pd.DataFrame(
+            {"key": [], "output_value": [], "expected_value": [], "passed": []}
+        ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
+        self._worst = pd.DataFrame()
+        self._unparseable = pd.DataFrame()
+
+    def add(self, batch: pd.DataFrame) -> None:
+        """Take in one batch of scored rows (a frame from `score_frame`)."""
+        n = len(batch)
+        if n == 0:
+            return
+        scores = np.asarray(batch["score"], dtype=float)
+        passed = np.asarray(batch["passed"], dtype=bool)
+        parsed = np.asarray(batch["label"], dtype=object) != UNPARSEABLE
+        keys = self._rng.random(n)  # one draw per row, so the stream does not depend on batching
+        first_row = self.n_rows
+        self.n_rows += n
+        self.n_passed += int(passed.sum())
+        self.n_unparseable += int((~parsed).sum())
+        self.passed_counts += np.histogram(scores[passed], bins=self.edges)[0]
+        self.failed_counts += np.histogram(scores[parsed & ~passed], bins=self.edges)[0]
+
+        with_numbers = np.flatnonzero(parsed)
+        drawn = with_numbers[_lowest(keys[with_numbers], self.sample_size)]
+        candidates = pd.DataFrame(
+            {
+                "key": keys[drawn],
+                "output_value": np.asarray(batch["output_value"], dtype=float)[drawn],
+                "expected_value": np.asarray(batch["expected_value"], dtype=float)[drawn],
+                "passed": passed[drawn],
+            }
+        )
+        self._sample = _smallest(self._sample, candidates, ["key"], self.sample_size)
+        worst = with_numbers[_lowest(scores[with_numbers], self.worst_k)]
+        self._worst = _smallest(
+            self._worst, self._rows(batch, worst, first_row), ["score", _ROW], self.worst_k
+        )
+        if len(self._unparseable) < self.worst_k:
+            first = np.flatnonzero(~parsed)[: self.worst_k - len(self._unparseable)]
+            self._unparseable = _smallest(
+                self._unparseable, self._rows(batch, first, first_row), [_ROW], self.worst_k
+            )
+
+    def _rows(self, batch: pd.DataFrame, index: np.ndarray, first_row: int) -> pd.DataFrame:
+        """The columns shown for a row in the summary, for the rows of ``batch`` at ``index``."""
+        picked = batch.iloc[index]
+        columns: dict[str, Any] = {_ROW: index + first_row}
+        if self.id_col is not None:
+            columns["id"] = picked[self.id_col].to_numpy(dtype=object)
+        for name, column in (("output", self.output_col), ("expected", self.expected_col)):
+            if column in picked.columns:
+                columns[name] = picked[column].to_numpy(dtype=object)
+        for name in ("output_value", "expected_value", "score", "label"):
+            columns[name] = picked[name].to_numpy()
+        return pd.DataFrame(columns)
+
+    def worst(self) -> pd.DataFrame:
+        """The rows with numbers that scored lowest, lowest first (ties: earlier row first)."""
+        return self._worst.reset_index(drop=True)
+
+    def unparseable(self) -> pd.DataFrame:
+        """The first unparseable rows, in table order."""
+        return self._unparseable.reset_index(drop=True)
+
+    def sample(self) -> pd.DataFrame:
+        """The uniform sample of rows with numbers drawn for the scatter plot."""
+        return self._sample.drop(columns="key").reset_index(drop=True)
+
+    def write(self, folder: Path, aggregates: Mapping[str, float], source: str) -> list[Path]:
+        """Write the two plots and ``summary.md`` into ``folder``; the paths written."""
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [folder / HISTOGRAM_PNG, folder / SCATTER_PNG, folder / SUMMARY_MD]
+        # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self._draw_histogram(paths[0])
+            self._draw_scatter(paths[1])
+        paths[2].write_text(self.summary(aggregates, source), encoding="utf-8")
+        return paths
+
+    def _draw_histogram(self, path: Path) -> None:
+        fig, ax = _figure(8.0, 4.5)
+        width = np.diff(self.edges)
+        left = self.edges[:-1]
+        bars = (
+            (left, self.failed_counts, width, 0, _FAIL_COLOUR, "fail"),
+            (left, self.passed_counts, width, self.failed_counts, _PASS_COLOUR, "pass"),
+            (left[:1], [self.n_unparseable], width[:1], self.failed_counts[:1],
+             _UNPARSEABLE_COLOUR, "unparseable (score 0)"),
+        )
+        for x, height, bar_width, bottom, colour, label in bars:
+            if np.any(np.asarray(height) > 0):
+                ax.bar(x, height, bar_width, bottom=bottom, align="edge", color=colour,
+                       label=label)
+        threshold = self.options.threshold
+        ax.axvline(threshold, color="black", linestyle="--", linewidth=1,
+                   label=f"threshold {threshold:g}")
+        heights = self.passed_counts + self.failed_counts
+        heights[0] += self.n_unparseable
+        nonzero = heights[heights > 0]
+        if nonzero.size and nonzero.max() / nonzero.min() > 100:
+            ax.set_yscale("log")  # a tall bar at 1.0 would hide every failure otherwise
+            ax.set_ylabel("rows (log scale)")
+        else:
+            ax.yaxis.get_major_locator().set_params(integer=True)
+            ax.set_ylabel("rows")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("score (1 = exact)")
+        rate = self.n_passed / self.n_rows if self.n_rows else math.nan
+        ax.set_title(f"Scores of {self.n_rows:,} rows: {self.n_passed:,} passed ({rate:.1%})")
+        ax.legend(loc="upper left", frameon=False)
+        _save(fig, path)
+
+    def _draw_scatter(self, path: Path) -> None:
+        fig, ax = _figure(6.5, 6.5)
+        sample = self.sample()
+        x = sample["output_value"].to_numpy(dtype=float)
+        y = sample["expected_value"].to_numpy(dtype=float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        x, y, passed = x[ok], y[ok], sample["passed"].to_numpy(dtype=bool)[ok]
+        n_parsed = self.n_rows - self.n_unparseable
+        shown = f"{len(x):,} of {n_parsed:,}" if len(x) < n_parsed else f"{len(x):,}"
+        ax.set_title(
+            f"Output vs expected: {shown} rows with numbers\n"
+            f"{self.n_unparseable:,} unparseable rows not shown",
+            fontsize=11,
+        )
+        ax.set_xlabel("output value")
+        ax.set_ylabel("expected value")
+        if len(x) == 0:
+            ax.text(0.5, 0.5, "no row has a number on both sides", ha="center", va="center",
+                    transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            _save(fig, path)
+            return
+        scale, linthresh = axis_scale(np.concatenate([x, y]))
+        for axis_set in (ax.set_xscale, ax.set_yscale):
+            if scale == "symlog":
+                axis_set("symlog", linthresh=linthresh, linscale=2)
+            else:
+                axis_set(scale)
+        if scale == "symlog":
+            ax.tick_params(axis="x", labelrotation=45)  # labels crowd around zero otherwise
+        size = 12 if len(x) > 1000 else 24
+        points = ((passed, _PASS_COLOUR, "pass"), (~passed, _FAIL_COLOUR, "fail"))
+        for mask, colour, label in points:  # failures on top
+            if mask.any():
+                ax.scatter(x[mask], y[mask], s=size, alpha=0.6, color=colour, label=label,
+                           linewidths=0, clip_on=False)  # a point at the float limit stays
+        low, high = _limits(np.concatenate([x, y]), scale)
+        ax.plot([low, high], [low, high], color="black", linewidth=1, label="output = expected")
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        if scale == "symlog":
+            ticks = _symlog_ticks(linthresh, max(abs(low), abs(high)))
+            ax.set_xticks(ticks)
+            ax.set_yticks(ticks)
+        ax.set_aspect("equal", adjustable="box")
+        ax.grid(True, linewidth=0.3, alpha=0.5)
+        ax.legend(loc="upper left", frameon=False)
+        if scale != "linear":
+            ax.text(0.99, 0.01, f"{scale} axes", ha="right", va="bottom", fontsize=8,
+                    color="dimgray", transform=ax.transAxes)
+        _save(fig, path)
+
+    def summary(self, aggregates: Mapping[str, float], source: str) -> str:
+        """The Markdown summary: input, aggregates with standard errors, options, worst rows."""
+        n = self.n_rows
+        pass_rate = aggregates.get("pass_rate", self.n_passed / n if n else math.nan)
+        rate_stderr = math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
+        stderrs = {"mean_score": aggregates.get("mean_score_stderr", math.nan),
+                   "pass_rate": rate_stderr}
+        lines = [
+            "# Numeric diff report",
+            "",
+            f"Input: `{source}`, {n:,} rows ({self.n_unparseable:,} unparseable).",
+            "",
+            "## Aggregates",
+            "",
+            "| aggregate | value | standard error |",
+            "| --- | --- | --- |",
+        ]
+        for name, value in aggregates.items():
+            if name == "mean_score_stderr":
+                continue
+            err = stderrs.get(name, math.nan)
+            lines.append(f"| {name} | {_number(name, value)} | {_number(name, err)} |")
+        lines += [
+            "",
+            "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
+            "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1)).",
+            "",
+            "## Options",
+            "",
+            "| option | value |",
+            "| --- | --- |",
+            *(f"| {k} | `{v!r}` |" for k, v in self.options.as_dict().items()),
+            f"| output_col | `{self.output_col!r}` |",
+            f"| expected_col | `{self.expected_col!r}` |",
+            f"| id_col | `{self.id_col!r}` |",
+            "",
+            "## Plots",
+            "",
+            f"![Score histogram]({HISTOGRAM_PNG})",
+            "",
+            f"![Output vs expected]({SCATTER_PNG})",
+            "",
+            f"## Worst rows (lowest scores, up to {self.worst_k})",
+            "",
+            *_markdown_table(self.worst(), "No row has a number on both sides."),
+            "",
+            f"## Unparseable rows ({min(self.worst_k, self.n_unparseable)} shown of "
+            f"{self.n_unparseable:,})",
+            "",
+            *_markdown_table(self.unparseable(), "None."),
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def axis_scale(values: np.ndarray) -> tuple[str, float]:
+    """``("linear" | "log" | "symlog", linthresh)`` for the finite values shown on both axes.
+
+    Log when all values are positive and span more than two decades; symmetric log when they
+    span more than two decades and are not all positive. ``linthresh`` (the half-width of the
+    linear part around zero) is a power of ten at most the smallest nonzero magnitude, and at
+    least a billionth of the largest, so that a stray 1e-300 does not take up the whole plot.
+
+    >>> axis_scale(np.array([1.0, 5.0])), axis_scale(np.array([0.01, 1e6]))
+    (('linear', 0.0), ('log', 0.0))
+    >>> axis_scale(np.array([-1e6, 0.0, 0.5]))
+    ('symlog', 0.1)
+    """
+    magnitudes = np.abs(values[np.isfinite(values)])
+    nonzero = magnitudes[magnitudes > 0]
+    if nonzero.size == 0 or np.log10(nonzero.max()) - np.log10(nonzero.min()) <= 2:
+        return "linear", 0.0
+    if (values > 0).all():
+        return "log", 0.0
+    smallest = max(float(nonzero.min()), float(nonzero.max()) * 1e-9)
+    return "symlog", float(10.0 ** math.floor(math.log10(smallest)))
+
+
+def _limits(values: np.ndarray, scale: str) -> tuple[float, float]:
+    """Common limits for both axes with a margin, never overflowing a float."""
+    low, high = float(values.min()), float(values.max())
+    big = float(np.finfo(float).max)
+    if scale == "linear":
+        span = high - low if math.isfinite(high - low) else big
+        pad = span * 0.05 if span > 0 else max(abs(low) * 0.05, 1.0)
+        return max(low - pad, -big), min(high + pad, big)
+    # Log and symmetric log: widen the outer ends by a factor (within the float range).
+    low = low / 2 if low > 0 else max(low * 2, -big)
+    high = min(high * 2, big) if high > 0 else high / 2
+    return low, high
+
+
+def _symlog_ticks(linthresh: float, limit: float) -> list[float]:
+    """Zero and about eight decades each side, from ``linthresh`` out to ``limit``."""
+    first, last = math.ceil(math.log10(linthresh)), math.floor(math.log10(limit))
+    step = max(1, math.ceil((last - first + 1) / 8))
+    decades = [10.0**e for e in range(first, last + 1, step)]
+    return [-d for d in reversed(decades)] + [0.0] + decades
+
+
+def _lowest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest values, by value then position, in linear time."""
+    if len(values) <= k:
+        return np.argsort(values, kind="stable")
+    kth = np.partition(values, k - 1)[k - 1]
+    below = np.flatnonzero(values < kth)
+    index = np.concatenate([below, np.flatnonzero(values == kth)[: k - len(below)]])
+    return index[np.argsort(values[index], kind="stable")]
+
+
+def _smallest(kept: pd.DataFrame, new: pd.DataFrame, by: list[str], k: int) -> pd.DataFrame:
+    """The ``k`` rows of ``kept`` and ``new`` together with the smallest ``by`` values."""
+    if new.empty:
+        return kept
+    both = new if kept.empty else pd.concat([kept, new], ignore_index=True)
+    return both.sort_values(by, kind="stable").head(k).reset_index(drop=True)
+
+
+def _figure(width: float, height: float) -> tuple[Any, Any]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.savefig(path, format="png", metadata={"Software": None})
+
+
+def _number(name: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if name.startswith("n_"):
+        return f"{int(value):,}"
+    return f"{float(value):.6g}"
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    text = " ".join(str(value).split())  # one line: a newline would end the table row
+    if len(text) > _CELL_CHARS:
+        text = text[: _CELL_CHARS - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _markdown_table(frame: pd.DataFrame, empty: str) -> list[str]:
+    if frame.empty:
+        return [empty]
+    header = [str(c).replace("_", " ") for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return lines

@@ -1,0 +1,224 @@
+"""Comparing two runs: pairing rows, McNemar's exact test, regressions, and the CLI command."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from numdiff_component import InputError, score_frame
+from numdiff_component.cli import cli
+from numdiff_component.compare import (
+    _log_space_p_value,
+    align,
+    compare_results,
+    mcnemar_p_value,
+)
+
+
+def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
+    return score_frame(pd.DataFrame({"id": ids, "output": outputs, "expected": expected}))
+
+
+def pair(n: int, regress: set[int], improve: set[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs A and B over ``n`` items: rows in ``regress`` pass in A only, in ``improve`` B only.
+
+    Every other row passes on both sides, except every fifth, which fails on both.
+    """
+    ids = [f"item-{i:04d}" for i in range(n)]
+    expected = [str(i + 10) for i in range(n)]
+    def output(i: int, good: bool) -> str:
+        return expected[i] if good else str(i + 20)
+    both_fail = {i for i in range(0, n, 5)} - regress - improve
+    a = [output(i, i not in improve and i not in both_fail) for i in range(n)]
+    b = [output(i, i not in regress and i not in both_fail) for i in range(n)]
+    return results(ids, a, expected), results(ids, b, expected)
+
+
+def test_planted_regressions_and_improvements_are_found_by_id() -> None:
+    a, b = pair(60, regress={3, 17, 44}, improve={8})
+    shuffled = b.sample(frac=1, random_state=3)  # B's rows in another order
+    comparison = compare_results(a, shuffled, id_col="id")
+    assert comparison.regressed()["id"].tolist() == ["item-0003", "item-0017", "item-0044"]
+    assert comparison.improved()["id"].tolist() == ["item-0008"]
+    assert (comparison.n_regressed, comparison.n_improved) == (3, 1)
+    assert comparison.n_expected_differ == 0
+    drops = comparison.largest_drops(2)
+    assert set(drops["id"]) <= {"item-0003", "item-0017", "item-0044"}
+    assert (drops["score_change"] < 0).all()
+    assert comparison.aggregates["pass_rate"]["diff"] == pytest.approx(-2 / 60)
+
+
+def test_rows_are_matched_by_position_without_an_id() -> None:
+    a, b = pair(10, regress={2}, improve={7})
+    comparison = compare_results(a.drop(columns="id"), b.drop(columns="id"))
+    assert comparison.matched_by is None
+    assert comparison.regressed()["id"].tolist() == [2]
+    assert comparison.improved()["id"].tolist() == [7]
+
+
+def test_a_shuffled_table_matched_by_position_is_pointed_out() -> None:
+    a, b = pair(30, regress=set(), improve=set())
+    comparison = compare_results(a, b.iloc[::-1])
+    assert comparison.n_expected_differ == 30
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda b: b.iloc[:-1], "run A has 20 rows and run B 19"),
+        (lambda b: b.drop(columns="id"), "id column 'id' not in run B"),
+        (lambda b: b.assign(id=b["id"].where(b.index != 4, "item-9999")),
+         r"1 only in A \(e.g. 'item-0004'\), 1 only in B \(e.g. 'item-9999'\)"),
+        (lambda b: b.assign(id=b["id"].where(b.index != 4, "item-0005")),
+         "run B has duplicate ids in 'id' \\(e.g. 'item-0005'"),
+        (lambda b: b.assign(id=b["id"].where(b.index != 4, None)), "run B has rows with no 'id'"),
+        (lambda b: b.drop(columns="score"), "run B is not a numeric diff results table"),
+    ],
+    ids=["length", "no id column", "ids differ", "duplicate id", "missing id", "not results"],
+)
+def test_tables_that_do_not_line_up_are_refused(change, message: str) -> None:  # type: ignore[no-untyped-def]
+    a, b = pair(20, regress=set(), improve=set())
+    id_col = None if message.startswith("run A has 20 rows") else "id"
+    with pytest.raises(InputError, match=message):
+        align(a, change(b), id_col)
+
+
+def test_noise_is_not_flagged_and_a_large_change_is() -> None:
+    noisy = compare_results(*pair(1000, regress={1, 2, 3, 4, 6}, improve={7, 8, 9, 11}), id_col="id")
+    assert not noisy.beyond_noise and noisy.p_value == pytest.approx(1.0)
+    planted = set(range(1, 200, 5))  # 40 regressions against 2 improvements
+    large = compare_results(*pair(1000, regress=planted, improve={2, 3}), id_col="id")
+    assert large.beyond_noise and large.p_value < 1e-8
+    assert large.to_dict()["test"]["beyond_noise"] is True
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "p"),
+    [(0, 0, 1.0), (1, 0, 1.0), (3, 1, 0.625), (10, 0, 2 / 1024), (0, 10, 2 / 1024),
+     (12, 2, 2 * sum(math.comb(14, i) for i in range(3)) / 2**14)],
+)
+def test_mcnemar_exact_p_values(b: int, c: int, p: float) -> None:
+    assert mcnemar_p_value(b, c) == pytest.approx(p, rel=1e-12)
+
+
+@pytest.mark.parametrize(("n", "k"), [(40, 3), (5000, 2400), (5000, 2500), (4000, 10)])
+def test_log_space_p_value_equals_the_exact_sum(n: int, k: int) -> None:
+    assert _log_space_p_value(n, k) == pytest.approx(mcnemar_p_value(n - k, k), rel=1e-9)
+
+
+def test_large_counts_use_log_space_and_stay_in_range() -> None:
+    assert mcnemar_p_value(500_000, 500_000) == pytest.approx(1.0)
+    assert 0.0 <= mcnemar_p_value(600_000, 400_000) < 1e-300
+
+
+def test_to_dict_is_json_with_ids_and_no_nan() -> None:
+    a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
+    b = results(["x", "y", "z"], ["9", "2", "?"], ["1", "2", "3"])
+    summary = json.loads(json.dumps(compare_results(a, b, id_col="id").to_dict(), allow_nan=False))
+    assert [r["id"] for r in summary["regressed"]] == ["x"]
+    assert [r["id"] for r in summary["improved"]] == ["y"]
+    assert summary["aggregates"]["n_unparseable"] == {"a": 1, "b": 1, "diff": 0}
+    assert summary["test"]["name"] == "McNemar exact test"
+    regressed_z = next(r for r in summary["largest_score_drops"] if r["id"] == "z")
+    assert regressed_z["output_value_b"] is None  # NaN becomes null
+
+
+# --- the CLI on real runs in a sqlite store ---------------------------------------------------
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def score_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
+    path = tmp_path / f"{name}.csv"
+    table.to_csv(path, index=False)
+    code, out, err = invoke("score", str(path), "--id-col", "id", "--run-name", name,
+                            "--results-dir", str(tmp_path / name))
+    assert code == 0, err
+    return next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
+
+
+@pytest.fixture
+def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
+    """Run A and run B scored by ``numdiff score``: B has q02 and q05 wrong, q04 right, shuffled."""
+    table = pd.DataFrame(
+        {
+            "id": [f"q{i:02d}" for i in range(1, 9)],
+            "output": ["1", "2", "3", "four", "5", "6", "7", "8"],
+            "expected": ["1", "2", "3", "4", "5", "6", "7", "8"],
+        }
+    )
+    changed = table.assign(output=["1", "20", "3", "4", "-5", "6", "7", "8"])
+    return score_run(table, tmp_path, "a"), score_run(changed.iloc[::-1], tmp_path, "b")
+
+
+@pytest.mark.slow
+def test_cli_compare_json_on_two_runs(two_runs: tuple[str, str]) -> None:
+    code, out, err = invoke("compare", *two_runs, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["matched_by"] == {"id_col": "id"}  # from the runs' numeric_diff/id_col
+    assert [r["id"] for r in summary["regressed"]] == ["q02", "q05"]
+    assert [r["id"] for r in summary["improved"]] == ["q04"]
+    assert summary["test"]["name"] == "McNemar exact test"
+    assert summary["test"]["p_value"] == pytest.approx(1.0)
+    assert summary["aggregates"]["pass_rate"] == pytest.approx({"a": 7 / 8, "b": 6 / 8, "diff": -1 / 8})
+
+
+@pytest.mark.slow
+def test_cli_compare_text_and_log(two_runs: tuple[str, str]) -> None:
+    code, out, err = invoke("compare", *two_runs, "--log", "--experiment-name", "comparisons")
+    assert code == 0, err
+    assert "8 rows matched by id column 'id'" in out
+    assert "regressed (passed in A, failed in B): 2" in out and "McNemar exact test" in out
+    from mlflow import MlflowClient
+
+    run_id = out.split("logged to run ")[1].split()[0]
+    run = MlflowClient().get_run(run_id)
+    assert run.data.metrics["compare/n_regressed"] == 2
+    assert run.data.metrics["compare/pass_rate_diff"] == pytest.approx(-1 / 8)
+    assert run.data.params["compare/run_a"] == two_runs[0]
+    logged = json.loads(
+        Path(MlflowClient().download_artifacts(run_id, "compare/comparison.json")).read_text()
+    )
+    assert [r["id"] for r in logged["regressed"]] == ["q02", "q05"]
+
+
+@pytest.mark.slow
+def test_cli_compare_bad_input_is_one_line_and_exit_2(
+    two_runs: tuple[str, str], tmp_path: Path
+) -> None:
+    code, _, err = invoke("compare", two_runs[0], "no-such-run")
+    assert code == 2 and err.count("\n") == 1 and "no-such-run" in err
+    code, _, err = invoke("compare", *two_runs, "--id-col", "question")
+    assert code == 2 and "id column 'question' not in run A" in err
+    local_b = tmp_path / "b" / "results.parquet"
+    code, _, err = invoke("compare", two_runs[0], str(local_b))  # a local file has no id param
+    assert code == 0, err
+    code, out, err = invoke("compare", str(tmp_path / "a" / "results.parquet"), str(local_b),
+                            "--id-col", "id", "--json")
+    assert code == 0 and [r["id"] for r in json.loads(out)["regressed"]] == ["q02", "q05"]
+
+
+def test_comparison_is_vectorised_for_many_rows() -> None:
+    n = 200_000
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(n).astype(str)
+    a = pd.DataFrame({"id": ids, "score": rng.random(n), "abs_error": 0.1,
+                      "output_value": 1.0, "expected_value": 1.0})
+    a["passed"] = a["score"] >= 0.5
+    a["label"] = np.where(a["passed"], "pass", "fail")
+    b = a.assign(score=rng.random(n)).sample(frac=1, random_state=1)
+    b["passed"] = b["score"] >= 0.5
+    comparison = compare_results(a, b, id_col="id")
+    assert comparison.n_regressed + comparison.n_improved == int((a["passed"].to_numpy()
+            != b.set_index("id").loc[a["id"], "passed"].to_numpy()).sum())
+    assert not comparison.beyond_noise or comparison.p_value < 0.05

@@ -1,0 +1,125 @@
+"""The MLflow project: parameters match the CLI, and real ``mlflow run`` / server round trips."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import click
+import pandas as pd
+import pytest
+import yaml
+from mlflow import MlflowClient
+
+from numdiff_component.cli import score
+from numdiff_component.tables import sample_path
+
+ROOT = Path(__file__).resolve().parents[1]
+MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())
+PARAMETERS = MLPROJECT["entry_points"]["main"]["parameters"]
+HEADLINE = ["mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable"]
+
+
+def _cli_params() -> dict[str, click.Parameter]:
+    return {p.name: p for p in score.params if p.name}
+
+
+def test_entry_point_parameters_map_one_to_one_onto_cli_options() -> None:
+    cli = _cli_params()
+    assert set(PARAMETERS) <= set(cli)
+    types = {"float": float, "string": str}
+    for name, spec in PARAMETERS.items():
+        option = cli[name]
+        default = option.default
+        if name == "decimal_comma":
+            assert spec["default"] == str(default).lower()
+        else:
+            assert types[spec["type"]](spec["default"]) == default, name
+        if isinstance(option, click.Option):
+            flag = option.opts[0]
+            assert f"{flag} {{{name}}}" in MLPROJECT["entry_points"]["main"]["command"], name
+
+
+def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    conda = yaml.safe_load((ROOT / "conda.yaml").read_text())
+    pip = next(d["pip"] for d in conda["dependencies"] if isinstance(d, dict))
+    assert sorted(pip) == sorted(deps)
+
+
+def _mlflow_run(*params: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    args = [os.path.join(os.path.dirname(sys.executable), "mlflow"), "run", str(ROOT), "--env-manager", "local"]
+    for param in params:
+        args += ["-P", param]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def _run_id(output: str) -> str:
+    return next(line.split()[-1] for line in output.splitlines() if line.strip().startswith("run_id"))
+
+
+def _check_run(run_id: str, n_rows: int, dataset_name: str) -> pd.DataFrame:
+    client = MlflowClient()
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    for name in HEADLINE:
+        assert f"numeric_diff/{name}" in run.data.metrics
+    assert run.data.metrics["numeric_diff/n_rows"] == n_rows
+    assert run.data.params["numeric_diff/threshold"] == "0.99"
+    (dataset_input,) = run.inputs.dataset_inputs
+    assert dataset_input.dataset.name == dataset_name
+    assert [t.value for t in dataset_input.tags if t.key == "mlflow.data.context"] == ["evaluation"]
+    folder = client.download_artifacts(run_id, "numeric_diff")
+    results = pd.read_parquet(os.path.join(folder, "results.parquet"))
+    table = pd.read_json(os.path.join(folder, "results.json"), orient="split")
+    assert len(results) == len(table) == n_rows
+    return results
+
+
+@pytest.mark.slow
+def test_mlflow_run_with_no_parameters_scores_the_sample(tracking_uri: str, tmp_path: Path) -> None:
+    proc = _mlflow_run(cwd=tmp_path)  # from a folder that is not the project's
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
+    results = _check_run(_run_id(proc.stdout), len(sample), "numdiff_sample")
+    assert list(results["id"]) == list(sample["id"])
+
+
+@pytest.mark.slow
+def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path: Path) -> None:
+    import mlflow
+
+    table = pd.DataFrame({"qid": ["a", "b", "c"], "answer": ["The total is 1,234.", "-7", "n/a"], "truth": ["1234", "7", "1"]})
+    path = tmp_path / "predictions.parquet"
+    table.to_parquet(path)
+    with mlflow.start_run() as upstream:
+        mlflow.log_artifact(str(path), artifact_path="preds")
+    uri = f"runs:/{upstream.info.run_id}/preds/predictions.parquet"
+    proc = _mlflow_run(f"predictions={uri}", "output_col=answer", "expected_col=truth", "id_col=qid", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = _check_run(_run_id(proc.stdout), 3, "predictions")
+    assert list(results["label"]) == ["pass", "fail", "unparseable"]
+    assert MlflowClient().get_run(_run_id(proc.stdout)).data.params["numeric_diff/id_col"] == "qid"
+
+
+@pytest.mark.slow
+def test_cli_logs_to_a_real_tracking_server(mlflow_server: str, tmp_path: Path) -> None:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server}
+    proc = subprocess.run(
+        [sys.executable, "-m", "numdiff_component", "score", "--experiment-name", "over-http",
+         "--results-dir", str(tmp_path / "res")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(mlflow_server)
+    run_id = _run_id(proc.stdout)
+    run = client.get_run(run_id)
+    assert client.get_experiment(run.info.experiment_id).name == "over-http"
+    assert run.data.metrics["numeric_diff/pass_rate"] == pytest.approx(
+        (pd.read_parquet(tmp_path / "res" / "results.parquet")["passed"]).mean()
+    )
+    artifacts = {f.path for f in client.list_artifacts(run_id, "numeric_diff")}
+    assert {"numeric_diff/results.parquet", "numeric_diff/results.json"} <= artifacts

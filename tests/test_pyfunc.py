@@ -1,0 +1,229 @@
+"""The pyfunc model: predict, log and load back, serve over HTTP, and the log-model command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from mlflow.pyfunc import PythonModelContext
+
+from numdiff_component import (
+    InputError,
+    NumericDiffModel,
+    OptionError,
+    Options,
+    score,
+    score_frame,
+)
+from numdiff_component.cli import cli
+from numdiff_component.pyfunc import OUTPUT_COLUMNS, SIGNATURE, log_numeric_diff_model
+
+MLFLOW = str(Path(sys.executable).with_name("mlflow"))
+TABLE = pd.DataFrame(
+    {
+        "output": ["0.0302", "It is 41.", "x=-3", "twelve", None, "1.234,5"],
+        "expected": ["0.03024", "42", "-3", "12", "5", "1234.5"],
+    }
+)
+
+
+@pytest.fixture(autouse=True)
+def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh sqlite tracking store (and artifact folder) in this test's own folder."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+
+
+def _core(frame: pd.DataFrame, **options: object) -> pd.DataFrame:
+    return score_frame(frame, options=Options.of(None, **options))[list(OUTPUT_COLUMNS)]
+
+
+# --- the model in process -----------------------------------------------------------------------
+
+
+def test_predict_gives_the_result_columns_of_score_frame() -> None:
+    predicted = NumericDiffModel(Options(threshold=0.9)).predict(None, TABLE)
+    assert list(predicted.columns) == list(OUTPUT_COLUMNS)
+    assert set(OUTPUT_COLUMNS) == set(SIGNATURE.outputs.input_names())
+    pd.testing.assert_frame_equal(predicted, _core(TABLE, threshold=0.9))
+
+
+def test_predict_ignores_other_columns_and_the_index() -> None:
+    frame = TABLE.assign(id=range(len(TABLE))).set_axis(range(100, 100 + len(TABLE)))
+    pd.testing.assert_frame_equal(NumericDiffModel().predict(None, frame), _core(TABLE))
+
+
+def test_predict_names_the_missing_column() -> None:
+    with pytest.raises(InputError, match="needs the columns 'output' and 'expected'; it has 'out'"):
+        NumericDiffModel().predict(None, pd.DataFrame({"out": ["1"], "expected": ["1"]}))
+
+
+def test_load_context_reads_the_options_from_the_model_config() -> None:
+    model = NumericDiffModel()
+    model.load_context(PythonModelContext(artifacts={}, model_config={"decimal_comma": True}))
+    assert model.options == Options(decimal_comma=True)
+    pd.testing.assert_frame_equal(model.predict(None, TABLE), _core(TABLE, decimal_comma=True))
+    with pytest.raises(OptionError, match="unknown option 'cutoff'"):
+        model.load_context(PythonModelContext(artifacts={}, model_config={"cutoff": 0.5}))
+
+
+# --- logged, loaded, served ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def logged() -> mlflow.models.model.ModelInfo:
+    with mlflow.start_run():
+        return log_numeric_diff_model(name="nd", threshold=0.9, decimal_comma=True)
+
+
+@pytest.mark.slow
+def test_logged_model_loads_back_and_predicts(logged: mlflow.models.model.ModelInfo) -> None:
+    assert logged.signature == SIGNATURE
+    assert logged.model_uri.startswith("models:/")
+    for uri in (logged.model_uri, f"runs:/{logged.run_id}/nd"):
+        loaded = mlflow.pyfunc.load_model(uri)
+        assert loaded.model_config == {
+            "threshold": 0.9, "floor": 1.0, "decimal_comma": True, "pick": "first", "percent": "keep"
+        }
+        pd.testing.assert_frame_equal(
+            loaded.predict(TABLE), _core(TABLE, threshold=0.9, decimal_comma=True)
+        )
+    overridden = mlflow.pyfunc.load_model(logged.model_uri, model_config={"threshold": 0.5})
+    pd.testing.assert_frame_equal(
+        overridden.predict(TABLE), _core(TABLE, threshold=0.5, decimal_comma=True)
+    )
+
+
+@pytest.mark.slow
+def test_logged_model_carries_its_own_code(logged: mlflow.models.model.ModelInfo) -> None:
+    """A fresh process loads numdiff_component from the model's code/ folder, not site-packages."""
+    local = Path(mlflow.artifacts.download_artifacts(logged.model_uri))
+    requirements = (local / "requirements.txt").read_text().split()
+    assert [r.split("==")[0] for r in requirements] == ["mlflow", "pandas", "numpy", "pyarrow"]
+    script = (
+        "import mlflow, sys, pandas as pd\n"
+        "m = mlflow.pyfunc.load_model(sys.argv[1])\n"
+        "import numdiff_component\n"
+        "print(numdiff_component.__file__)\n"
+        "print(m.predict(pd.DataFrame({'output': ['3,5'], 'expected': ['3.5']}))['score'][0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(local)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    module_file, value = done.stdout.split()
+    assert Path(module_file).is_relative_to(local / "code" / "numdiff_component")
+    assert float(value) == score("3,5", "3.5", decimal_comma=True).score  # 3.5 against 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _post(url: str, payload: dict[str, object]) -> dict[str, object]:
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def _wait_until_up(url: str, server: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"mlflow models serve exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.5)
+    raise AssertionError(f"mlflow models serve did not answer {url} in time")
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    """Stop the server and its workers: the process group this test started for it."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_served_model_answers_over_http(
+    logged: mlflow.models.model.ModelInfo, tmp_path: Path
+) -> None:
+    port = _free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    server = subprocess.Popen(
+        [MLFLOW, "models", "serve", "-m", f"runs:/{logged.run_id}/nd", "-h", "127.0.0.1",
+         "-p", str(port), "--env-manager", "local"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait_until_up(f"http://127.0.0.1:{port}/ping", server, time.monotonic() + 120)
+        frame = TABLE.astype(object).where(TABLE.notna(), None)
+        answer = _post(
+            f"http://127.0.0.1:{port}/invocations",
+            {"dataframe_split": {"columns": list(frame.columns), "data": frame.values.tolist()}},
+        )
+    finally:
+        _stop(server)
+        log.close()
+    served = pd.DataFrame(answer["predictions"])
+    expected = _core(TABLE, threshold=0.9, decimal_comma=True)
+    pd.testing.assert_frame_equal(served[list(OUTPUT_COLUMNS)], expected, check_dtype=False)
+
+
+# --- the log-model command ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_log_model_command_prints_a_uri_that_loads() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["log-model", "--name", "gate", "--threshold", "0.5", "--pick", "last",
+         "--experiment-name", "numdiff-models", "--run-name", "log-model-test"],
+    )
+    assert result.exit_code == 0, result.output
+    uri = result.stdout.strip()
+    assert uri.startswith("models:/")
+    loaded = mlflow.pyfunc.load_model(uri)
+    assert loaded.model_config["threshold"] == 0.5
+    assert loaded.model_config["pick"] == "last"
+    run = mlflow.get_run(loaded.metadata.run_id)
+    assert run.info.run_name == "log-model-test"
+    assert mlflow.get_experiment(run.info.experiment_id).name == "numdiff-models"
+    assert run.info.status == "FINISHED"
+
+
+def test_log_model_command_refuses_a_bad_option() -> None:
+    result = CliRunner().invoke(cli, ["log-model", "--percent", "half"])
+    assert result.exit_code == 2
+    assert "numdiff: error: percent must be one of 'keep', 'fraction', got 'half'" in result.stderr
+    assert mlflow.search_runs(search_all_experiments=True).empty

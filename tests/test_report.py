@@ -1,0 +1,183 @@
+"""The report: headless PNG plots and a Markdown summary, the same fed in batches or at once."""
+
+from __future__ import annotations
+
+import math
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from numdiff_component import Options, aggregate, score_frame
+from numdiff_component.report import (
+    HISTOGRAM_PNG,
+    SCATTER_PNG,
+    SUMMARY_MD,
+    ReportBuilder,
+    axis_scale,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, after checking the signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, f"{path.name} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def results() -> pd.DataFrame:
+    """300 rows close to their expected values, three planted misses, two unparseable rows."""
+    rng = np.random.default_rng(7)
+    expected = rng.lognormal(2, 3, 300) * rng.choice([-1, 1], 300)
+    output = expected * (1 + rng.normal(0, 0.003, 300))
+    frame = pd.DataFrame(
+        {
+            "id": [f"r{i:03d}" for i in range(300)],
+            "output": [f"{v:.6g}" for v in output],
+            "expected": [f"{v:.6g}" for v in expected],
+        }
+    )
+    for row, (key, (out, exp)) in zip((40, 150, 260), PLANTED.items()):
+        frame.loc[row, ["id", "output", "expected"]] = [key, out, exp]
+    frame.loc[[7, 8], "output"] = ["no idea", "n/a"]
+    return score_frame(frame)
+
+
+def build(results: pd.DataFrame, batch_size: int | None = None, **kwargs: int) -> ReportBuilder:
+    builder = ReportBuilder(Options(), id_col="id", **kwargs)
+    step = batch_size or len(results)
+    for start in range(0, len(results), step):
+        builder.add(results.iloc[start : start + step])
+    return builder
+
+
+def test_write_gives_headless_pngs_and_a_summary(results: pd.DataFrame, tmp_path: Path) -> None:
+    paths = build(results).write(tmp_path / "report", aggregate(results), "preds.csv")
+    assert [p.name for p in paths] == [HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD]
+    assert png_size(paths[0]) == (800, 450)
+    assert png_size(paths[1]) == (650, 650)
+    for png in paths[:2]:
+        assert 10_000 < png.stat().st_size < 1_000_000
+
+
+def test_summary_has_aggregates_options_and_planted_worst_rows(
+    results: pd.DataFrame, tmp_path: Path
+) -> None:
+    aggregates = aggregate(results)
+    text = (build(results).write(tmp_path, aggregates, "preds.csv")[2]).read_text()
+    assert "`preds.csv`, 300 rows (2 unparseable)" in text
+    assert f"| mean_score | {aggregates['mean_score']:.6g} | " in text
+    assert f"{aggregates['mean_score_stderr']:.6g} |" in text
+    assert f"| pass_rate | {aggregates['pass_rate']:.6g} | " in text
+    assert "| threshold | `0.99` |" in text and "| pick | `'first'` |" in text
+    assert "| id_col | `'id'` |" in text
+    worst = text.split("## Worst rows")[1].split("## Unparseable")[0]
+    table_rows = [line for line in worst.splitlines() if line.startswith("| ")][2:]
+    # The three planted misses score lowest (0.01, 0 for the sign flip, 0.75): all three first.
+    assert {row.split(" | ")[1] for row in table_rows[:3]} == set(PLANTED)
+    assert "| 150 | bad-2 | -5 | 5 | -5 | 5 | 0 | fail |" in worst
+    unparseable = text.split("## Unparseable rows")[1]
+    assert "| 7 | r007 | no idea |" in unparseable and "| 8 | r008 | n/a |" in unparseable
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 64, 299])
+def test_batches_give_the_same_report_as_one_shot(results: pd.DataFrame, batch_size: int) -> None:
+    whole = build(results, sample_size=40, worst_k=5)
+    batched = build(results, batch_size, sample_size=40, worst_k=5)
+    assert (batched.passed_counts == whole.passed_counts).all()
+    assert (batched.failed_counts == whole.failed_counts).all()
+    assert (batched.n_rows, batched.n_unparseable) == (whole.n_rows, whole.n_unparseable)
+    pd.testing.assert_frame_equal(batched.worst(), whole.worst())
+    pd.testing.assert_frame_equal(batched.unparseable(), whole.unparseable())
+    pd.testing.assert_frame_equal(batched.sample(), whole.sample())
+
+
+def test_memory_is_bounded_and_the_histogram_counts_every_row(results: pd.DataFrame) -> None:
+    builder = build(results, 50, sample_size=25, worst_k=3)
+    assert len(builder.sample()) == 25 and len(builder.worst()) == 3
+    assert len(builder.unparseable()) == 2
+    counted = builder.passed_counts.sum() + builder.failed_counts.sum() + builder.n_unparseable
+    assert counted == len(results)
+    assert builder.passed_counts.sum() == results["passed"].sum()
+
+
+def test_sample_is_seeded_and_spread_over_the_table(results: pd.DataFrame) -> None:
+    first = build(results, sample_size=60).sample()
+    pd.testing.assert_frame_equal(first, build(results, 13, sample_size=60).sample())
+    assert not first.equals(build(results, sample_size=60, seed=1).sample())
+    rows = results["output_value"].to_numpy()
+    positions = [int(np.flatnonzero(rows == v)[0]) for v in first["output_value"]]
+    assert min(positions) < 100 and max(positions) > 200  # not just the first rows
+
+
+def frame_of(outputs: list[object], expecteds: list[object]) -> pd.DataFrame:
+    return score_frame(pd.DataFrame({"output": outputs, "expected": expecteds}, dtype=object))
+
+
+EDGE_CASES = {
+    "all unparseable": (["x", None, "nan"], ["1", "2", "y"]),
+    "one row": (["5"], ["7"]),
+    "all scores 1": (["3", "3", "-2"], ["3", "3", "-2"]),
+    "negative values": (["-1", "-50", "-1000"], ["-1.5", "-49", "-990"]),
+    "huge range": (["1.7976931348623157e308", "1e-300", "0", "-1e308"],
+                   ["-1.7976931348623157e308", "1e-300", "0", "1e308"]),
+    "NaN": ([math.nan, 1.0, float("inf")], [1.0, math.nan, 2.0]),
+}
+
+
+@pytest.mark.parametrize("case", EDGE_CASES)
+def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
+    results = frame_of(*EDGE_CASES[case])
+    builder = ReportBuilder(Options())
+    builder.add(results)
+    paths = builder.write(tmp_path, aggregate(results), case)
+    assert png_size(paths[0]) == (800, 450) and png_size(paths[1]) == (650, 650)
+    text = paths[2].read_text()
+    n_unparseable = int((results["label"] == "unparseable").sum())
+    assert f"{len(results):,} rows ({n_unparseable:,} unparseable)" in text
+    if n_unparseable == len(results):
+        assert "No row has a number on both sides." in text
+        assert "| mae | n/a |" in text
+    if len(results) == 1:
+        assert "| mean_score | 0.714286 | n/a |" in text  # no standard error from one row
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([1.0, 50.0], ("linear", 0.0)),
+        ([-3.0, 0.0, 4.0], ("linear", 0.0)),
+        ([0.5, 2e3], ("log", 0.0)),
+        ([-2e3, 0.5], ("symlog", 0.1)),
+        ([-1e308, 1e-300, 1e308], ("symlog", 1e299)),
+        ([0.0, 0.0], ("linear", 0.0)),
+    ],
+)
+def test_axis_scale(values: list[float], expected: tuple[str, float]) -> None:
+    scale, linthresh = axis_scale(np.array(values))
+    assert scale == expected[0] and linthresh == pytest.approx(expected[1])
+
+
+def test_drawing_needs_no_display_and_leaves_pyplot_alone(tmp_path: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; import pandas as pd;"
+        "from numdiff_component import Options, aggregate, score_frame;"
+        "from numdiff_component.report import ReportBuilder;"
+        "r = score_frame(pd.DataFrame({'output': ['1', '2'], 'expected': ['1', '3']}));"
+        "b = ReportBuilder(Options()); b.add(r);"
+        f"b.write(Path({str(tmp_path)!r}), aggregate(r), 'x');"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'"
+    )
+    env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": "", "HOME": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert png_size(tmp_path / SCATTER_PNG) == (650, 650)
