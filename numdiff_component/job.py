@@ -1,23 +1,28 @@
 """The scoring job behind ``numdiff score`` and the MLproject: load, score, keep, log.
 
-The per-item results are written to the local results folder before anything goes to the
-tracking server, so a tracking failure loses nothing.
+Tables are read and scored batch by batch, so memory is bounded by the batch size, not the
+table. The per-item results are appended to a Parquet file in the local results folder (under a
+temporary name, renamed when complete) before anything goes to the tracking server, so a
+tracking failure loses nothing and no partial file looks complete.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from numdiff_component.aggregate import aggregate
+from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError
 from numdiff_component.options import Options
-from numdiff_component.scoring import score_frame
-from numdiff_component.tables import load_table
+from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
+from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, Table, open_table
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
@@ -40,6 +45,7 @@ class JobConfig:
     experiment_name: str | None = None
     run_name: str | None = None
     track: bool = True
+    batch_rows: int = DEFAULT_BATCH_ROWS
 
 
 @dataclass(frozen=True)
@@ -47,23 +53,11 @@ class JobOutcome:
     """What the job produced."""
 
     evaluation: Evaluation
-    results: pd.DataFrame
     run_id: str | None
 
     @property
     def results_path(self) -> Path:
         return self.evaluation.results_dir / RESULTS_PARQUET
-
-
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` through a temporary name, so no partial file looks complete."""
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write results to {str(path.parent)!r}: {exc.strerror}") from exc
 
 
 def results_folder(requested: str | None) -> Path:
@@ -80,15 +74,77 @@ def results_folder(requested: str | None) -> Path:
     return folder
 
 
-def run_job(config: JobConfig) -> JobOutcome:
-    """Load, score, write the results locally, then log them to MLflow (when ``track``)."""
-    table = load_table(config.predictions, config.format)
-    if config.id_col and config.id_col not in [str(c) for c in table.frame.columns]:
-        existing = ", ".join(repr(str(c)) for c in table.frame.columns)
-        raise InputError(f"id column {config.id_col!r} not found; the columns are: {existing}")
-    results = score_frame(table.frame, config.output_col, config.expected_col, config.options)
-    folder = results_folder(config.results_dir)
-    write_parquet(results, folder / RESULTS_PARQUET)
+@dataclass
+class _Scored:
+    totals: Totals
+    kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
+    first: pd.DataFrame  # the first rows of the input, for the dataset's schema
+
+
+def _score_batches(
+    table: Table,
+    config: JobConfig,
+    path: Path,
+    batch_rows: int | None,
+    progress: Callable[[int], None] | None,
+) -> _Scored:
+    """Score the table batch by batch, appending results to ``path`` through a temporary file."""
+    tmp = path.with_name(f".{path.name}.partial")
+    writer: pq.ParquetWriter | None = None
+    totals, kept, first = Totals(), [], None
+    try:
+        for batch in table.batches(batch_rows):
+            if first is None:
+                check_columns(batch.columns, config.output_col, config.expected_col)
+                _check_id_column(batch, config.id_col)
+                first = batch.head(1000)
+            results = score_frame(batch, config.output_col, config.expected_col, config.options)
+            arrow = pa.Table.from_pandas(results, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, arrow.schema)
+            elif arrow.schema != writer.schema:
+                try:
+                    arrow = arrow.cast(writer.schema)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise StreamBroken from exc  # a JSON Lines column changed type
+            writer.write_table(arrow)
+            totals += Totals.of(results)
+            kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
+            if kept is not None:
+                kept.append(results)
+            if progress is not None:
+                progress(totals.n)
+        if writer is None or first is None:
+            raise InputError(f"no rows to score in {table.source!r}")
+        writer.close()
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc
+    finally:
+        if writer is not None and tmp.exists():
+            writer.close()
+            tmp.unlink(missing_ok=True)
+    return _Scored(totals, kept, first)
+
+
+def _check_id_column(batch: pd.DataFrame, id_col: str | None) -> None:
+    if id_col and id_col not in [str(c) for c in batch.columns]:
+        existing = ", ".join(repr(str(c)) for c in batch.columns)
+        raise InputError(f"id column {id_col!r} not found; the columns are: {existing}")
+
+
+def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) -> JobOutcome:
+    """Score the table batch by batch into the local results folder, then log to MLflow.
+
+    ``progress`` is called with the number of rows scored so far after each batch.
+    """
+    table = open_table(config.predictions, config.format)
+    path = results_folder(config.results_dir) / RESULTS_PARQUET
+    try:
+        scored = _score_batches(table, config, path, config.batch_rows, progress)
+    except StreamBroken:
+        scored = _score_batches(table, config, path, None, progress)
+    results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
     evaluation = Evaluation(
         source=table.source,
         dataset_name=table.name,
@@ -96,17 +152,19 @@ def run_job(config: JobConfig) -> JobOutcome:
         output_col=config.output_col,
         expected_col=config.expected_col,
         id_col=config.id_col,
-        aggregates=aggregate(results),
-        results_dir=folder,
-        n_rows=len(results),
+        aggregates=scored.totals.aggregates(),
+        results_dir=path.parent,
+        n_rows=scored.totals.n,
     )
     run_id = None
     if config.track:
+        inputs = scored.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
         run_id = log_evaluation(
             evaluation,
-            table.frame,
-            results if len(results) <= LOG_TABLE_MAX_ROWS else None,
+            inputs,
+            results,
+            complete=results is not None,
             run_name=config.run_name,
             experiment_name=config.experiment_name,
         )
-    return JobOutcome(evaluation, results, run_id)
+    return JobOutcome(evaluation, run_id)

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
 
@@ -31,14 +36,76 @@ _PICKLE = (".pkl", ".pickle", ".joblib")
 _MLFLOW_SCHEMES = ("runs", "models", "mlflow-artifacts")
 
 
+DEFAULT_BATCH_ROWS = 200_000
+
+
+class StreamBroken(Exception):
+    """The table cannot be read batch by batch (a cell larger than a block; a JSON Lines
+    column whose type changes): read it whole instead."""
+
+
 @dataclass(frozen=True)
 class Table:
-    """A loaded table and where it came from (``source``: what the user gave)."""
+    """A prediction table to read: ``source`` is what the user gave, ``path`` what is read."""
 
-    frame: pd.DataFrame
     source: str
+    path: str
     name: str
     format: str
+
+    def batches(self, batch_rows: int | None = DEFAULT_BATCH_ROWS) -> Iterator[pd.DataFrame]:
+        """The rows in order, as frames of about ``batch_rows`` rows (``None``: one frame).
+
+        CSV and Parquet files on this machine and JSON Lines are streamed, in bounded memory;
+        a JSON document and remote URIs are read whole. Read errors raise `InputError`.
+        """
+        try:
+            if batch_rows is None or (self.format in ("csv", "parquet") and "://" in self.path):
+                yield read_frame(self.path, self.format)
+            elif self.format == "csv":
+                yield from _csv_batches(self.path, batch_rows)
+            elif self.format == "parquet":
+                for batch in pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows):
+                    yield batch.to_pandas()
+            elif self.format == "jsonl":
+                yield from pd.read_json(
+                    self.path, lines=True, chunksize=batch_rows, **_JSON_OPTIONS
+                )
+            else:
+                yield read_frame(self.path, self.format)
+        except (InputError, StreamBroken):
+            raise
+        except Exception as exc:  # pandas and pyarrow raise many types for a bad file
+            raise InputError(
+                f"cannot read {self.source!r} as {self.format}: {first_line(exc)}"
+            ) from exc
+
+    def read(self) -> pd.DataFrame:
+        """The whole table as one frame."""
+        return next(iter(self.batches(None)))
+
+
+_JSON_OPTIONS: dict[str, Any] = {"dtype": False, "convert_dates": False, "precise_float": True}
+
+
+def _csv_batches(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
+    """CSV cells as text, in batches: every column typed string, empty cells kept as ``""``."""
+    block_size = max(1 << 12, batch_rows * 64)
+    try:
+        names = pa_csv.open_csv(path, pa_csv.ReadOptions(block_size=block_size)).schema.names
+        reader = pa_csv.open_csv(
+            path,
+            read_options=pa_csv.ReadOptions(block_size=block_size),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+            ),
+        )
+        for batch in reader:
+            yield batch.to_pandas()
+    except pa.ArrowInvalid as exc:
+        if "straddl" in str(exc):  # a row longer than a block
+            raise StreamBroken from exc
+        raise
 
 
 def sample_path() -> Path:
@@ -100,33 +167,35 @@ def read_frame(path: str, fmt: str) -> pd.DataFrame:
         return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     if fmt == "parquet":
         return pd.read_parquet(path)
-    frame = pd.read_json(
-        path, lines=fmt == "jsonl", dtype=False, convert_dates=False, precise_float=True
-    )
+    frame = pd.read_json(path, lines=fmt == "jsonl", **_JSON_OPTIONS)
     if not isinstance(frame, pd.DataFrame):  # pragma: no cover - read_json returns frames here
         raise ValueError("not a table")
     return frame
 
 
-def load_table(source: str | None = None, fmt: str | None = None) -> Table:
-    """Load the prediction table at ``source`` (the packaged sample when ``None`` or empty).
+def open_table(source: str | None = None, fmt: str | None = None) -> Table:
+    """The prediction table at ``source`` (the packaged sample when ``None`` or empty).
 
-    Raises `InputError` with one line for a missing, unreadable or empty table.
+    Checks what can be checked before reading (the file exists, is a file, is readable, has a
+    known format; a ``runs:/`` artifact is downloaded); raises `InputError` with one line.
     """
     if not source:
         path = str(sample_path())
-        return Table(read_frame(path, "csv"), path, "numdiff_sample", "csv")
+        return Table(path, path, "numdiff_sample", "csv")
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     local = _download(source) if _is_mlflow_uri(source) else _local_path(source)
     if local is not None:
         _check_local(local, source)
     fmt = fmt or detect_format(source)
-    try:
-        frame = read_frame(local or source, fmt)
-    except Exception as exc:  # pandas and pyarrow raise many types for a bad file
-        raise InputError(f"cannot read {source!r} as {fmt}: {first_line(exc)}") from exc
-    if len(frame) == 0:
-        raise InputError(f"no rows to score in {source!r}")
     name = Path(urlparse(source).path if "://" in source else source).name
-    return Table(frame, source, name.split(".")[0] or "predictions", fmt)
+    return Table(source, local or source, name.split(".")[0] or "predictions", fmt)
+
+
+def load_table(source: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+    """The whole prediction table at ``source`` as one frame; `InputError` when it is empty."""
+    table = open_table(source, fmt)
+    frame = table.read()
+    if len(frame) == 0:
+        raise InputError(f"no rows to score in {table.source!r}")
+    return frame

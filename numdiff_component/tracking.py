@@ -57,27 +57,30 @@ def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
     return {f"{PREFIX}/{k}": float(v) for k, v in aggregates.items() if not math.isnan(v)}
 
 
-def _dataset(frame: pd.DataFrame, evaluation: Evaluation) -> Any:
+def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any:
+    """The input as an MLflow dataset: the data itself when ``complete``, else its schema."""
     import warnings
 
     import mlflow
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.models import infer_signature
 
     warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
     try:
-        return mlflow.data.from_pandas(
-            frame,
-            source=evaluation.source,
-            name=evaluation.dataset_name,
-            targets=evaluation.expected_col,
-            predictions=evaluation.output_col,
-        )
+        source = resolve_dataset_source(evaluation.source)
     except Exception:  # a source mlflow cannot resolve (e.g. a custom URI scheme)
-        return mlflow.data.from_pandas(
-            frame,
-            name=evaluation.dataset_name,
-            targets=evaluation.expected_col,
-            predictions=evaluation.output_col,
-        )
+        source = None
+    if not complete and source is not None:
+        schema = infer_signature(frame).inputs
+        return MetaDataset(source, name=evaluation.dataset_name, schema=schema)
+    return mlflow.data.from_pandas(
+        frame,
+        source=source,
+        name=evaluation.dataset_name,
+        targets=evaluation.expected_col,
+        predictions=evaluation.output_col,
+    )
 
 
 def log_evaluation(
@@ -85,15 +88,17 @@ def log_evaluation(
     input_frame: pd.DataFrame,
     results: pd.DataFrame | None,
     *,
+    complete: bool = True,
     run_name: str | None = None,
     experiment_name: str | None = None,
     extra_artifacts: Callable[[], None] | None = None,
 ) -> str:
     """Log params, metrics, the input as a dataset and the results to an MLflow run; its id.
 
-    The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. ``results``
-    (the per-item frame) is logged as a table when not ``None``; the complete Parquet copy is
-    read from ``evaluation.results_dir``. Any tracking failure raises `TrackingError`, and the
+    The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. ``input_frame``
+    is the input table, or its first rows when not ``complete`` (then only its schema is
+    logged). ``results`` (the per-item frame) is logged as a table when not ``None``; the
+    complete Parquet copy is read from ``evaluation.results_dir``. Any tracking failure raises `TrackingError`, and the
     run, when it was started, is marked FAILED.
     """
     for key, value in _HTTP_DEFAULTS.items():
@@ -107,7 +112,7 @@ def log_evaluation(
         run = mlflow.start_run(run_name=run_name)
         mlflow.log_params(params(evaluation))
         mlflow.log_metrics(metrics(evaluation.aggregates))
-        mlflow.log_input(_dataset(input_frame, evaluation), context="evaluation")
+        mlflow.log_input(_dataset(input_frame, evaluation, complete), context="evaluation")
         mlflow.log_artifact(str(evaluation.results_dir / RESULTS_PARQUET), artifact_path=PREFIX)
         if results is not None:
             mlflow.log_table(data=results, artifact_file=f"{PREFIX}/{RESULTS_JSON}")

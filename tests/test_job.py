@@ -1,0 +1,74 @@
+"""The scoring job: streaming in batches equals scoring whole, and results are kept locally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from numdiff_component import Options, aggregate, score_frame
+from numdiff_component.job import JobConfig, run_job
+
+rng = np.random.default_rng(7)
+N = 503
+TABLE = pd.DataFrame(
+    {
+        "id": [f"r{i}" for i in range(N)],
+        "output": [rng.choice([f"{x:.4g}", f"about {x:,.2f} units", "n/a", f"x=-{x:.3e}"]) for x in rng.normal(100, 50, N)],
+        "expected": [f"{x:.5g}" for x in rng.normal(100, 50, N)],
+    }
+)
+
+
+def _write(frame: pd.DataFrame, path: Path) -> str:
+    suffix = path.suffix
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".parquet":
+        frame.to_parquet(path, row_group_size=50)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
+    source = _write(TABLE, tmp_path / f"t{suffix}")
+    options = Options(pick="last", threshold=0.9)
+    seen: list[int] = []
+    outcome = run_job(
+        JobConfig(predictions=source, options=options, results_dir=str(tmp_path / "res"), track=False, batch_rows=37),
+        progress=seen.append,
+    )
+    whole = score_frame(TABLE, options=options)
+    streamed = pd.read_parquet(tmp_path / "res" / "results.parquet")
+    assert len(seen) >= 3 and seen[-1] == N and seen == sorted(seen)  # it did stream
+    pd.testing.assert_frame_equal(streamed, whole, check_dtype=False)
+    assert outcome.evaluation.aggregates == pytest.approx(aggregate(whole), rel=1e-12)
+    assert not list((tmp_path / "res").glob(".*partial"))
+
+
+def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
+    rows = [{"output": 1, "expected": "1"}] * 40 + [{"output": "about 2", "expected": "2"}] * 3
+    source = _write(pd.DataFrame(rows), tmp_path / "t.jsonl")
+    run_job(JobConfig(predictions=source, results_dir=str(tmp_path), track=False, batch_rows=10))
+    out = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(out) == 43 and out["passed"].all()
+
+
+@pytest.mark.slow
+def test_large_table_skips_the_json_copy_but_keeps_every_row(tmp_path: Path, tracking_uri: str) -> None:
+    n = 100_001
+    pd.DataFrame({"output": np.arange(n).astype(str), "expected": np.arange(n)}).to_csv(tmp_path / "big.csv", index=False)
+    outcome = run_job(JobConfig(predictions=str(tmp_path / "big.csv"), results_dir=str(tmp_path / "res")))
+    assert outcome.run_id is not None
+    client = MlflowClient()
+    names = {f.path for f in client.list_artifacts(outcome.run_id, "numeric_diff")}
+    assert names == {"numeric_diff/results.parquet"}
+    assert len(pd.read_parquet(client.download_artifacts(outcome.run_id, "numeric_diff/results.parquet"))) == n
+    assert client.get_run(outcome.run_id).data.metrics["numeric_diff/pass_rate"] == 1.0
+    (dataset,) = client.get_run(outcome.run_id).inputs.dataset_inputs
+    assert dataset.dataset.name == "big"
