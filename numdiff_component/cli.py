@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -51,28 +52,50 @@ def cli() -> None:
     """
 
 
-def _format_value(name: str, value: float) -> str:
-    if math.isnan(value):
-        return "n/a"
-    if name.startswith("n_"):
-        return f"{int(value):,}"
-    return f"{value:.6g}"
+def _rate_stderr(rate: float, n: float) -> float:
+    """Standard error of a pass rate, as ``mean_score_stderr`` is of the mean (ddof=1)."""
+    return math.sqrt(rate * (1 - rate) / (n - 1)) if n > 1 else math.nan
 
 
 def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str]:
-    """The aggregates as aligned lines, the mean with its standard error."""
-    stderr = aggregates["mean_score_stderr"]
-    mean = _format_value("mean_score", aggregates["mean_score"])
-    if not math.isnan(stderr):
-        mean += f" ± {stderr:.2g} (standard error)"
+    """The aggregates as an aligned table, each with its standard error where one exists."""
+    n = aggregates["n_rows"]
+    rate = aggregates["pass_rate"]
     rows = [
-        ("mean_score", mean),
-        ("pass_rate", f"{_format_value('pass_rate', aggregates['pass_rate'])} (score >= {threshold:g})"),
-        ("mae", _format_value("mae", aggregates["mae"])),
-        ("n_rows", _format_value("n_rows", aggregates["n_rows"])),
-        ("n_unparseable", _format_value("n_unparseable", aggregates["n_unparseable"])),
+        ("mean_score", f"{aggregates['mean_score']:.4f}", aggregates["mean_score_stderr"], ""),
+        ("pass_rate", f"{rate:.4f}", _rate_stderr(rate, n), f"score >= {threshold:g}"),
+        ("mae", "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}", math.nan, ""),
+        ("rows", f"{int(n):,}", math.nan, ""),
+        ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
     ]
-    return [f"  {name:<14} {text}" for name, text in rows]
+    lines = [f"  {'':<12} {'value':>10}  {'std. error':>10}"]
+    for name, value, stderr, note in rows:
+        err = "" if math.isnan(stderr) else f"{stderr:.4f}"
+        lines.append(f"  {name:<12} {value:>10}  {err:>10}  {note}".rstrip())
+    return lines
+
+
+class _Progress:
+    """Rows scored and rows per second on one terminal line, redrawn at most 5 times a second."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.rows = 0
+
+    def __call__(self, rows: int) -> None:
+        self.rows = rows
+        now = time.monotonic()
+        if now - self.last >= 0.2:
+            self.last = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        rate = self.rows / max(now - self.start, 1e-9)
+        click.echo(f"\rscored {self.rows:,} rows ({rate:,.0f} rows/s)", nl=False, err=True)
+
+    def done(self) -> None:
+        self._draw(time.monotonic())
+        click.echo(err=True)
 
 
 @cli.command()
@@ -90,6 +113,7 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
 @click.option("--run-name", default=None, help="Name of the MLflow run.")
 @click.option("--results-dir", default=None, help="Folder for the local copy of the per-item results  [default: a new temporary folder]")
 @click.option("--fail-under", type=float, default=0.0, show_default=True, metavar="RATE", help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).")
+@click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @_guarded
 def score(
@@ -107,6 +131,7 @@ def score(
     run_name: str | None,
     results_dir: str | None,
     fail_under: float,
+    no_plots: bool,
     quiet: bool,
 ) -> None:
     """Score a prediction table and log the results to MLflow.
@@ -122,6 +147,7 @@ def score(
     )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
+    progress = None if quiet or not sys.stderr.isatty() else _Progress()
     outcome = run_job(
         JobConfig(
             predictions=predictions or None,
@@ -133,15 +159,20 @@ def score(
             results_dir=results_dir,
             experiment_name=experiment_name,
             run_name=run_name,
-        )
+            plots=not no_plots,
+        ),
+        progress=progress,
     )
+    if progress is not None:
+        progress.done()
     aggregates = outcome.evaluation.aggregates
     if not quiet:
-        click.echo(f"numeric diff: scored {outcome.evaluation.source}")
-        for line in summary_lines(aggregates, options.threshold):
-            click.echo(line)
-        click.echo(f"  {'run_id':<14} {outcome.run_id}")
-        click.echo(f"  {'results':<14} {outcome.results_path}")
+        click.echo(f"numeric diff: {outcome.evaluation.source}")
+        click.echo("\n".join(summary_lines(aggregates, options.threshold)))
+        if outcome.run_id:
+            click.echo(f"  {'run':<12} {outcome.run_id}")
+            click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
+        click.echo(f"  {'results':<12} {outcome.results_path}")
     if aggregates["pass_rate"] < fail_under:
         _fail(
             f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",

@@ -151,7 +151,7 @@ def _check_ids(frame: pd.DataFrame, id_col: str, side: str) -> pd.Index:
     if len(duplicated):
         raise InputError(
             f"run {side} has duplicate ids in {id_col!r} (e.g. {duplicated[0]!r}, "
-            f"{len(duplicated):,} repeats); ids must be unique to match rows"
+            f"{len(duplicated):,} repeated); ids must be unique to match rows"
         )
     return ids
 
@@ -263,11 +263,11 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
         f"  B  {b}",
         f"  {len(comparison.rows):,} rows matched {how}",
         "",
-        f"  {'aggregate':<14} {'A':>12} {'B':>12} {'B - A':>12}",
+        f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
     ]
     for name, values in comparison.aggregates.items():
         cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
-        line = f"  {name:<14} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
+        line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
         if "diff_stderr" in values and not math.isnan(values["diff_stderr"]):
             line += f"  ± {values['diff_stderr']:.2g} (paired standard error)"
         lines.append(line)
@@ -392,9 +392,15 @@ def log_comparison(
         "compare/n_improved": test["n_improved"],
     })
     try:
-        if experiment_name:
-            mlflow.set_experiment(experiment_name)
-        with mlflow.start_run(run_name=f"compare {a[:8]} {b[:8]}") as run:
+        experiment_id = None
+        if experiment_name:  # not mlflow.set_experiment: that would stay set for the process
+            client = mlflow.MlflowClient()
+            found = client.get_experiment_by_name(experiment_name)
+            experiment_id = found.experiment_id if found else client.create_experiment(
+                experiment_name
+            )
+        name = f"compare {a[:8]} {b[:8]}"
+        with mlflow.start_run(run_name=name, experiment_id=experiment_id) as run:
             mlflow.log_params({"compare/run_a": a, "compare/run_b": b})
             mlflow.log_metrics(metrics)
             mlflow.log_text(json.dumps(summary, indent=2), "compare/comparison.json")

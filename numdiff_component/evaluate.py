@@ -165,7 +165,8 @@ class NumericDiffScorer(Scorer):
     def options(self) -> Options:
         return self._options
 
-    def __call__(
+    # Only the parameters it reads: Scorer.run passes a scorer just those named in its signature.
+    def __call__(  # type: ignore[override]
         self, *, outputs: Any = None, expectations: Mapping[str, Any] | None = None
     ) -> list[Feedback]:
         if not isinstance(expectations, Mapping) or self.expected_key not in expectations:

@@ -8,6 +8,7 @@ tracking failure loses nothing and no partial file looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,8 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
+from numdiff_component.report import ReportBuilder
 from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, Table, open_table
 from numdiff_component.tracking import (
@@ -45,6 +47,7 @@ class JobConfig:
     experiment_name: str | None = None
     run_name: str | None = None
     track: bool = True
+    plots: bool = True
     batch_rows: int = DEFAULT_BATCH_ROWS
 
 
@@ -79,6 +82,7 @@ class _Scored:
     totals: Totals
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
     first: pd.DataFrame  # the first rows of the input, for the dataset's schema
+    report: ReportBuilder | None
 
 
 def _score_batches(
@@ -92,6 +96,9 @@ def _score_batches(
     tmp = path.with_name(f".{path.name}.partial")
     writer: pq.ParquetWriter | None = None
     totals, kept, first = Totals(), [], None
+    report = None
+    if config.plots:
+        report = ReportBuilder(config.options, config.output_col, config.expected_col, config.id_col)
     try:
         for batch in table.batches(batch_rows):
             if first is None:
@@ -99,7 +106,7 @@ def _score_batches(
                 _check_id_column(batch, config.id_col)
                 first = batch.head(1000)
             results = score_frame(batch, config.output_col, config.expected_col, config.options)
-            arrow = pa.Table.from_pandas(results, preserve_index=False)
+            arrow = _to_arrow(results)
             if writer is None:
                 writer = pq.ParquetWriter(tmp, arrow.schema)
             elif arrow.schema != writer.schema:
@@ -108,6 +115,8 @@ def _score_batches(
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise StreamBroken from exc  # a JSON Lines column changed type
             writer.write_table(arrow)
+            if report is not None:
+                report.add(results)
             totals += Totals.of(results)
             kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
             if kept is not None:
@@ -122,9 +131,21 @@ def _score_batches(
         raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc
     finally:
         if writer is not None and tmp.exists():
-            writer.close()
+            with contextlib.suppress(Exception):  # closing fails again when the disk is full
+                writer.close()
             tmp.unlink(missing_ok=True)
-    return _Scored(totals, kept, first)
+    return _Scored(totals, kept, first, report)
+
+
+def _to_arrow(results: pd.DataFrame) -> pa.Table:
+    """The results as an Arrow table; a column mixing types (JSON) is stored as its text."""
+    try:
+        return pa.Table.from_pandas(results, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        mixed = [c for c in results.columns if results[c].dtype == object
+                 and pd.api.types.infer_dtype(results[c]).startswith("mixed")]
+        as_text = {c: results[c].map(lambda v: v if v is None else str(v)) for c in mixed}
+        return pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
 
 
 def _check_id_column(batch: pd.DataFrame, id_col: str | None) -> None:
@@ -145,6 +166,8 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
     except StreamBroken:
         scored = _score_batches(table, config, path, None, progress)
     results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
+    aggregates = scored.totals.aggregates()
+    reports = [] if scored.report is None else scored.report.write(path.parent, aggregates, table.source)
     evaluation = Evaluation(
         source=table.source,
         dataset_name=table.name,
@@ -152,19 +175,23 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
         output_col=config.output_col,
         expected_col=config.expected_col,
         id_col=config.id_col,
-        aggregates=scored.totals.aggregates(),
+        aggregates=aggregates,
         results_dir=path.parent,
         n_rows=scored.totals.n,
+        reports=tuple(reports),
     )
     run_id = None
     if config.track:
         inputs = scored.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
-        run_id = log_evaluation(
-            evaluation,
-            inputs,
-            results,
-            complete=results is not None,
-            run_name=config.run_name,
-            experiment_name=config.experiment_name,
-        )
+        try:
+            run_id = log_evaluation(
+                evaluation,
+                inputs,
+                results,
+                complete=results is not None,
+                run_name=config.run_name,
+                experiment_name=config.experiment_name,
+            )
+        except TrackingError as exc:  # say where the results are: the folder may be temporary
+            raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
     return JobOutcome(evaluation, run_id)

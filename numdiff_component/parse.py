@@ -5,7 +5,7 @@ swapped by ``decimal_comma``)::
 
     token    = (D{1,3} (G DDD)+ not-followed-by-digit | D+) (P D*)? exponent?
              | P D+ exponent?
-    exponent = [eE] [+-−]? D+
+    exponent = [eE] [+-\N{MINUS SIGN}]? D+
 
 `parse_number` reads one value with Python's ``re`` (the plain path, easy to check against the
 spec). `parse_column` reads a whole column with pyarrow compute (RE2, linear time) and numpy; a
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -75,10 +76,12 @@ def _finite_or_none(value: float) -> float | None:
 
 def parse_text(text: str, options: Options) -> float | None:
     """The number in ``text`` by the grammar above, or ``None``."""
-    match = None
-    for match in _python_token(options.decimal_comma).finditer(text):
-        if options.pick == "first":
-            break
+    tokens = _python_token(options.decimal_comma).finditer(text)
+    if options.pick == "first":
+        match = next(tokens, None)
+    else:
+        last = deque(tokens, maxlen=1)
+        match = last[0] if last else None
     if match is None:
         return None
     value = _token_value(match.group(), options.decimal_comma)
@@ -143,6 +146,33 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
     return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*%)|[^0-9]|$)"
 
 
+def _lead_regex(opts: Options) -> str:
+    """RE2 pattern for a cheap read of the token at the first digit (anchored, nothing after it).
+
+    Groups: ``pre``, all the text before the first digit; ``tok``, the digits and grouping
+    separators there, then a fraction and an exponent; ``pct`` with ``percent="fraction"``.
+    ``tok`` is the leftmost token when ``pre`` does not end with the decimal point (``.5``) and
+    ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
+    """
+    _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
+    group = re.escape(_separators(opts.decimal_comma)[0])
+    pct = "(?P<pct>[ \t]*%)?" if opts.percent == "fraction" else ""
+    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}"
+
+
+def _clean_group_regex(decimal_comma: bool) -> str:
+    """A `_lead_regex` token with a grouping separator that the full grammar reads the same."""
+    grouped = _token_parts(decimal_comma)[0]
+    group = re.escape(_separators(decimal_comma)[0])
+    return rf"^{grouped}(?:[^0-9{group}]|$)"
+
+
+def _single_token_regex(opts: Options) -> str:
+    """Texts with no digit after the `_lead_regex` token: that token is also the last one."""
+    lead = _lead_regex(Options(decimal_comma=opts.decimal_comma))
+    return lead.replace("(?P<pre>", "(?:").replace("(?P<tok>", "(?:") + "[^0-9]*$"
+
+
 def _scan_regex(decimal_comma: bool) -> str:
     """RE2 pattern matching each token left to right without overlap, as ``finditer`` does."""
     grouped, fraction, exponent, point = _token_parts(decimal_comma)
@@ -152,40 +182,47 @@ def _scan_regex(decimal_comma: bool) -> str:
     )
 
 
-def _fast_regex(decimal_comma: bool) -> str:
-    point = "," if decimal_comma else r"\."
-    return rf"^[+-]?(?:[0-9]+(?:{point}[0-9]*)?|{point}[0-9]+)(?:[eE][+-]?[0-9]+)?$"
-
-
 def _to_float(tokens: pa.Array, decimal_comma: bool) -> np.ndarray:
     group, point = _separators(decimal_comma)
     text = pc.replace_substring(tokens, group, "")
     if point != ".":
         text = pc.replace_substring(text, point, ".")
-    text = pc.replace_substring(text, "\u2212", "-")
-    return np.asarray(pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+    try:
+        values = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid:  # only an exponent's U+2212 fails here: rare, so only then replaced
+        values = pc.cast(pc.replace_substring(text, "\u2212", "-"), pa.float64())
+    return np.array(values.to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _mask(condition: pa.Array) -> np.ndarray:
+    return np.asarray(condition.fill_null(False), dtype=bool)
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
     """``str.isalnum`` of each one-character string, computed once per distinct character."""
     distinct = pc.unique(chars).to_pylist()
     alnum = pa.array([c for c in distinct if c is not None and c.isalnum()], pa.string())
-    return np.asarray(pc.is_in(chars, value_set=alnum).fill_null(False), dtype=bool)
+    return _mask(pc.is_in(chars, value_set=alnum))
 
 
-def _signed_values(head: pa.Array, tok: pa.Array, pct: pa.Array, opts: Options) -> np.ndarray:
+def _signed_values(
+    head: pa.Array, tok: pa.Array, pct: pa.Array | None, opts: Options
+) -> np.ndarray:
     """Values of the tokens, with the sign that ends ``head`` when it belongs (see SPEC §1)."""
     values = _to_float(tok, opts.decimal_comma)
-    if opts.percent == "fraction":
-        values = np.where(np.asarray(pc.utf8_length(pct).to_numpy()) > 0, values / 100, values)
-    last = pc.utf8_slice_codeunits(head, -1)
-    minus = np.asarray(pc.is_in(last, value_set=pa.array(list(MINUS))), dtype=bool)
-    at_start = np.asarray(pc.utf8_length(head).to_numpy()) == 1
-    before = pc.utf8_slice_codeunits(head, -2, -1)
-    return np.where(minus & (at_start | ~_alnum_mask(before)), -values, values)
+    if pct is not None:
+        values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
+    minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
+    if minus.any():  # the context character is only looked at where a minus ends the head
+        head = head.filter(minus)
+        at_start = np.asarray(pc.utf8_length(head)) == 1
+        before = pc.utf8_slice_codeunits(head, -2, -1)
+        negate = np.flatnonzero(minus)[at_start | ~_alnum_mask(before)]
+        values[negate] = -values[negate]
+    return values
 
 
-def _parse_prose(text: pa.Array, opts: Options) -> np.ndarray:
+def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array with no nulls, by the full grammar; NaN where no number."""
     if opts.pick == "last":
         marked = pc.replace_substring_regex(text, _scan_regex(opts.decimal_comma), _MARK + r"\0")
@@ -201,33 +238,73 @@ def _parse_prose(text: pa.Array, opts: Options) -> np.ndarray:
         parts = parts.filter(found)
         head, tok, pct = parts.field("pre"), parts.field("tok"), parts.field("pct")
     out = np.full(len(text), np.nan)
-    out[found] = _signed_values(head, tok, pct, opts)
+    out[found] = _signed_values(head, tok, pct if opts.percent == "fraction" else None, opts)
     return out
+
+
+def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
+    """The column through Arrow's float parser, when every string is one it accepts.
+
+    Exact for ``decimal_comma=False``: every string that Arrow parses to a finite float is
+    ``[+-]`` and one whole token without grouping, which the grammar reads as the same float
+    (a ``+``/``-`` at the start belongs to the token). Its other strings (``inf``, ``nan``,
+    ``nan(12)``, ``1e999``) are given back as NaN for the caller to read again.
+    """
+    if opts.decimal_comma:
+        return None
+    try:  # a failing cast is slow (an error per row): try the first rows alone first
+        pc.cast(text.slice(0, 1000), pa.float64())
+        values = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    return np.array(values.to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
+
+    A row it does not match has no digit, so no number: NaN, and read.
+    """
+    group, point = _separators(opts.decimal_comma)
+    parts = pc.extract_regex(text, _lead_regex(opts))
+    matched = np.asarray(parts.is_valid(), dtype=bool)
+    pre, tok = parts.field("pre"), parts.field("tok")
+    found = matched & ~_mask(pc.ends_with(pre, point))
+    grouped = found & _mask(pc.match_substring(tok, group))
+    if grouped.any():
+        pattern = _clean_group_regex(opts.decimal_comma)
+        clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
+        found[np.flatnonzero(grouped)[~clean]] = False
+    if opts.pick == "last":
+        found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+    pct = parts.field("pct").filter(found) if opts.percent == "fraction" else None
+    values = np.full(len(text), np.nan)
+    values[found] = _signed_values(pre.filter(found), tok.filter(found), pct, opts)
+    return values, matched & ~found
 
 
 def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array (nulls allowed); NaN where no number."""
-    out = np.full(len(text), np.nan)
     valid = np.asarray(text.is_valid(), dtype=bool)
-    fast = valid & np.asarray(
-        pc.match_substring_regex(text, _fast_regex(opts.decimal_comma)).fill_null(False),
-        dtype=bool,
-    )
-    if fast.any():
-        out[fast] = _to_float(text.filter(fast), opts.decimal_comma)
-    rest = valid & ~fast
+    out = _cast_whole(text, opts)
+    if out is None:
+        out, rest = _parse_lead(text, opts)
+    else:
+        rest = valid & ~np.isfinite(out)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
-        marked = rest & np.asarray(pc.match_substring(text, _MARK).fill_null(False), dtype=bool)
+        marked = rest & _mask(pc.match_substring(text, _MARK))
         for i in np.flatnonzero(marked):
             value = parse_text(text[i].as_py(), opts)
             out[i] = np.nan if value is None else value
         rest &= ~marked
     if rest.any():
-        out[rest] = _parse_prose(text.filter(rest), opts)
+        out[rest] = _parse_full(text.filter(rest), opts)
     return out
 
 
-_HOMOGENEOUS = {"string", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+_HOMOGENEOUS = {
+    "string", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"
+}
 
 
 def _as_arrow(values: Any) -> pa.Array | None:
@@ -280,4 +357,5 @@ def parse_column(values: Any, options: Options | None = None, **overrides: Any) 
         numbers = np.asarray(numbers, dtype=float)
         return np.where(np.isfinite(numbers), numbers, np.nan)
     out = _parse_strings(array, opts)
-    return np.where(np.isfinite(out), out, np.nan)
+    out[np.isinf(out)] = np.nan  # a token too large for a float
+    return out

@@ -261,8 +261,8 @@ class ReportBuilder:
         for name, value in aggregates.items():
             if name == "mean_score_stderr":
                 continue
-            err = stderrs.get(name, math.nan)
-            lines.append(f"| {name} | {_number(name, value)} | {_number(name, err)} |")
+            err = _number(name, stderrs[name]) if name in stderrs else ""
+            lines.append(f"| {name} | {_number(name, value)} | {err} |")
         lines += [
             "",
             "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from numdiff_component.errors import InputError
 from numdiff_component.options import Options
@@ -62,25 +64,35 @@ def score(output: Any, expected: Any, options: Options | None = None, **override
     return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
 
 
-def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np.ndarray]:
-    """The result columns for two float64 arrays of numbers read (NaN where none)."""
+_LABELS = (FAIL, PASS, UNPARSEABLE)  # label codes 0, 1, 2
+
+
+def _score_columns(
+    a: np.ndarray, b: np.ndarray, options: Options
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The numeric result columns, and the label of each row as a code into `_LABELS`."""
     parsed = ~(np.isnan(a) | np.isnan(b))
     with np.errstate(all="ignore"):
-        d = np.abs(a - b)
-        raw = 1 - d / np.maximum(np.maximum(np.abs(a), np.abs(b)), options.floor)
-        clamped = np.minimum(1.0, np.maximum(0.0, raw))
-    scores = np.where(d == 0, 1.0, np.where(np.isfinite(raw), clamped, 0.0))
-    scores = np.where(parsed, scores, 0.0)
+        d = np.abs(a - b)  # NaN where a side has no number
+        scores = np.maximum(np.abs(a), np.abs(b))
+        np.maximum(scores, options.floor, out=scores)
+        np.divide(d, scores, out=scores)
+        np.subtract(1.0, scores, out=scores)
+    # Not finite is NaN (no number; 0/0) or -inf (d overflowed): fmax makes both 0, then clamp.
+    np.fmax(scores, 0.0, out=scores)
+    np.minimum(scores, 1.0, out=scores)
+    scores[d == 0] = 1.0
     passed = parsed & (scores >= options.threshold)
-    label = np.where(parsed, np.where(passed, PASS, FAIL), UNPARSEABLE).astype(object)
-    return {
-        "output_value": a,
-        "expected_value": b,
-        "abs_error": np.where(parsed, d, np.nan),
-        "score": scores,
-        "passed": passed,
-        "label": label,
-    }
+    codes = passed.astype(np.int8)
+    codes[~parsed] = 2
+    numbers = {"output_value": a, "expected_value": b, "abs_error": d, "score": scores}
+    return {**numbers, "passed": passed}, codes
+
+
+def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np.ndarray]:
+    """The result columns for two float64 arrays of numbers read (NaN where none)."""
+    columns, codes = _score_columns(a, b, options)
+    return {**columns, "label": np.array(_LABELS, dtype=object)[codes]}
 
 
 def check_columns(columns: Any, output_col: str, expected_col: str) -> None:
@@ -124,5 +136,8 @@ def score_frame(
     check_columns(df.columns, output_col, expected_col)
     a = parse_column(df[output_col], opts)
     b = parse_column(df[expected_col], opts)
-    results = pd.DataFrame(score_values(a, b, opts), index=df.index)
+    columns, codes = _score_columns(a, b, opts)
+    # Arrow builds the label strings as pandas' own string column (no Python objects).
+    labels = pc.take(pa.array(_LABELS), pa.array(codes)).to_pandas()
+    results = pd.DataFrame({**columns, "label": labels.array}, index=df.index, copy=False)
     return pd.concat([df, results], axis=1)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -29,7 +29,7 @@ from numdiff_component.job import JobConfig, results_folder
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column
 from numdiff_component.scoring import RESULT_COLUMNS, UNPARSEABLE, check_columns, score_values
-from numdiff_component.tables import FORMATS, detect_format, load_table
+from numdiff_component.tables import FORMATS, detect_format, open_table
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
@@ -47,8 +47,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "the Spark engine needs pyspark: pip install 'numdiff_component[spark]'"
     ) from exc
 
+try:  # classic Spark may raise a raw Java error (e.g. reading a broken Parquet footer)
+    from py4j.protocol import Py4JJavaError
+
+    _SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError, OSError)
+except ImportError:  # pragma: no cover - a Spark Connect client has no py4j
+    _SPARK_ERRORS = (PySparkException, OSError)
+
 DATASET_SAMPLE_ROWS = 1_000
-"""Rows of the input logged as the MLflow dataset (the metrics always cover every row)."""
+"""Rows of a large input whose schema is logged as the MLflow dataset, as the pandas engine does."""
 
 _RESULT_TYPES = {
     "output_value": (DoubleType(), pa.float64()),
@@ -64,8 +71,8 @@ RESULT_FIELDS = tuple(StructField(name, _RESULT_TYPES[name][0]) for name in RESU
 def spark_session() -> SparkSession:
     """The active Spark session, or a new one: ``local[2]`` sized for a small machine.
 
-    Under ``spark-submit`` or on a cluster (``spark.master`` already set) only Arrow is switched
-    on; everything else is left to the cluster's configuration.
+    Under ``spark-submit``, on a cluster (``spark.master`` already set) or with Spark Connect
+    (``SPARK_REMOTE``) only Arrow is switched on; the rest is the cluster's configuration.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -77,7 +84,7 @@ def spark_session() -> SparkSession:
     builder = SparkSession.builder.appName("numdiff").config(
         "spark.sql.execution.arrow.pyspark.enabled", "true"
     )
-    if not SparkConf().contains("spark.master"):
+    if "SPARK_REMOTE" not in os.environ and not SparkConf().contains("spark.master"):
         builder = (
             builder.master("local[2]")
             .config("spark.sql.shuffle.partitions", "2")
@@ -92,7 +99,7 @@ def spark_session() -> SparkSession:
 
 def _check_spark_columns(sdf: DataFrame, output_col: str, expected_col: str) -> None:
     check_columns(sdf.columns, output_col, expected_col)
-    if sdf.sparkSession.conf.get("spark.sql.caseSensitive", "false").lower() == "true":
+    if (sdf.sparkSession.conf.get("spark.sql.caseSensitive") or "false").lower() == "true":
         return
     # Spark matches names ignoring case: 'Score' and 'score' could not both be in the results.
     for name in sdf.columns:
@@ -278,8 +285,8 @@ def load_spark_table(
     """
     spark = spark or spark_session()
     if not source:
-        table = load_table()
-        return SparkTable(spark.createDataFrame(table.frame), table.source, table.name, "csv")
+        sample = open_table()
+        return SparkTable(spark.createDataFrame(sample.read()), sample.source, sample.name, "csv")
     if urlparse(source).scheme in ("runs", "models", "mlflow-artifacts"):
         raise InputError(
             f"the Spark engine reads paths Spark can read, not {source!r}; download the artifact "
@@ -291,7 +298,7 @@ def load_spark_table(
         raise InputError(f"predictions file not found: {source!r}")
     try:
         frame = _reader(spark, fmt)(source)
-    except (PySparkException, OSError) as exc:
+    except _SPARK_ERRORS as exc:
         raise InputError(f"cannot read {source!r} as {fmt}: {first_line(exc)}") from exc
     name = Path(urlparse(source).path.rstrip("/") if "://" in source else source.rstrip("/")).name
     return SparkTable(frame, source, name.split(".")[0] or "predictions", fmt)
@@ -317,7 +324,8 @@ def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> Spark
     options, columns, results folder and MLflow run contents. The results are written to
     ``<results_dir>/results.parquet/`` (a folder of part files) before anything goes to the
     tracking server; on a cluster, ``results_dir`` must be a folder the driver and the executors
-    share. The MLflow dataset input is the first 1,000 rows; the metrics cover every row.
+    share. As in the pandas engine, tables of up to 100,000 rows are logged whole (dataset and
+    results table); a larger one logs the schema of its first rows as the dataset.
     """
     spark = spark or spark_session()
     table = load_spark_table(config.predictions, config.format, spark)
@@ -329,14 +337,14 @@ def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> Spark
     folder = results_folder(config.results_dir)
     path = folder / RESULTS_PARQUET
     try:
-        sample = table.frame.limit(DATASET_SAMPLE_ROWS).toPandas()
+        sample = cast(pd.DataFrame, table.frame.limit(DATASET_SAMPLE_ROWS).toPandas())
         if sample.empty:
             raise InputError(f"no rows to score in {table.source!r}")
         # A file: URI, so that Spark writes where the driver (and MLflow) will read.
         results.write.mode("overwrite").parquet(path.resolve().as_uri())
         written = spark.read.parquet(path.resolve().as_uri())
         aggregates = aggregate_spark(written)
-    except PySparkException as exc:
+    except _SPARK_ERRORS as exc:
         raise InputError(f"cannot score {table.source!r} with Spark: {first_line(exc)}") from exc
     evaluation = Evaluation(
         source=table.source,
@@ -352,11 +360,12 @@ def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> Spark
     )
     run_id = None
     if config.track:
-        small = evaluation.n_rows <= LOG_TABLE_MAX_ROWS
+        whole = pd.read_parquet(path) if evaluation.n_rows <= LOG_TABLE_MAX_ROWS else None
         run_id = log_evaluation(
             evaluation,
-            sample,
-            pd.read_parquet(path) if small else None,
+            sample if whole is None else whole.drop(columns=list(RESULT_COLUMNS)),
+            whole,
+            complete=whole is not None,
             run_name=config.run_name,
             experiment_name=config.experiment_name,
         )

@@ -6,6 +6,7 @@ is not turned into inf before the parser sees it), JSON keeps its own types.
 
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pandas as pd
 import pyarrow as pa
@@ -68,24 +69,75 @@ class Table:
                 for batch in pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows):
                     yield batch.to_pandas()
             elif self.format == "jsonl":
-                yield from pd.read_json(
+                for chunk in pd.read_json(
                     self.path, lines=True, chunksize=batch_rows, **_JSON_OPTIONS
-                )
+                ):
+                    yield _records(chunk)
             else:
                 yield read_frame(self.path, self.format)
         except (InputError, StreamBroken):
             raise
         except Exception as exc:  # pandas and pyarrow raise many types for a bad file
-            raise InputError(
-                f"cannot read {self.source!r} as {self.format}: {first_line(exc)}"
-            ) from exc
+            reason = _not_utf8(self.path) if _is_decode_error(exc) else first_line(exc)
+            raise InputError(f"cannot read {self.source!r} as {self.format}: {reason}") from exc
 
     def read(self) -> pd.DataFrame:
         """The whole table as one frame."""
         return next(iter(self.batches(None)))
 
 
-_JSON_OPTIONS: dict[str, Any] = {"dtype": False, "convert_dates": False, "precise_float": True}
+# convert_axes=False keeps column names as written: pandas would turn a column "007" into 7.
+_JSON_OPTIONS: dict[str, Any] = {
+    "dtype": False,
+    "convert_dates": False,
+    "precise_float": True,
+    "convert_axes": False,
+}
+_NOT_A_TABLE = (
+    'not a table; give a list of records like [{"output": "3", "expected": "3"}] '
+    "(JSON Lines: one record per line)"
+)
+# What pandas says when the JSON document is a scalar or an object of scalars.
+_SCALAR_JSON = ("DataFrame constructor not properly called", "If using all scalar values")
+
+
+def _records(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` when it came from records or columns; numbered columns mean a list of scalars
+    or of arrays, which has no column names to score."""
+    if any(not isinstance(column, str) for column in frame.columns):
+        raise ValueError(_NOT_A_TABLE)
+    return frame
+
+
+def _is_decode_error(exc: BaseException) -> bool:
+    return isinstance(exc, UnicodeDecodeError) or "invalid UTF8" in str(exc)
+
+
+def _not_utf8(path: str) -> str:
+    """Why ``path`` cannot be read, naming the first byte that is not UTF-8 and its line.
+
+    Only called after a read failed, so reading the file again costs nothing in the normal case.
+    Cells are never decoded with replacement characters: that would change the user's data.
+    """
+    where = ""
+    if "://" not in path:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        line = 1
+        try:
+            with pa.input_stream(path, compression="detect") as stream:
+                while chunk := stream.read(1 << 20):
+                    pending = decoder.getstate()[0]
+                    try:
+                        decoder.decode(chunk)
+                    except UnicodeDecodeError as exc:
+                        at = max(exc.start - len(pending), 0)
+                        line += chunk.count(b"\n", 0, at)
+                        where = f": byte 0x{(pending + chunk)[exc.start]:02x} on line {line}"
+                        break
+                    line += chunk.count(b"\n")
+        except OSError:  # the position is a courtesy; the message stands without it
+            where = ""
+    return f"it is not valid UTF-8{where}; save it as UTF-8"
 
 
 def _csv_batches(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
@@ -136,6 +188,18 @@ def _is_mlflow_uri(source: str) -> bool:
     return urlparse(source).scheme in _MLFLOW_SCHEMES
 
 
+def _check_artifact_uri(source: str) -> None:
+    """A ``runs:/`` URI names an artifact inside its run: a ``..`` that climbs out is refused."""
+    path = urlparse(source).path
+    for _ in range(3):  # %2e%2e, and %252e%252e encoded twice
+        path = unquote(path)
+    if ".." in path.replace("\\", "/").split("/"):
+        raise InputError(
+            f"{source!r} reaches outside its run with '..'; name an artifact inside the run, "
+            "e.g. runs:/<run_id>/predictions.csv"
+        )
+
+
 def _download(uri: str) -> str:
     import mlflow
 
@@ -167,10 +231,15 @@ def read_frame(path: str, fmt: str) -> pd.DataFrame:
         return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     if fmt == "parquet":
         return pd.read_parquet(path)
-    frame = pd.read_json(path, lines=fmt == "jsonl", **_JSON_OPTIONS)
+    try:
+        frame = pd.read_json(path, lines=fmt == "jsonl", **_JSON_OPTIONS)
+    except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError) or not any(s in str(exc) for s in _SCALAR_JSON):
+            raise
+        raise ValueError(_NOT_A_TABLE) from exc
     if not isinstance(frame, pd.DataFrame):  # pragma: no cover - read_json returns frames here
-        raise ValueError("not a table")
-    return frame
+        raise ValueError(_NOT_A_TABLE)
+    return _records(frame)
 
 
 def open_table(source: str | None = None, fmt: str | None = None) -> Table:
@@ -184,6 +253,8 @@ def open_table(source: str | None = None, fmt: str | None = None) -> Table:
         return Table(path, path, "numdiff_sample", "csv")
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if _is_mlflow_uri(source):
+        _check_artifact_uri(source)
     local = _download(source) if _is_mlflow_uri(source) else _local_path(source)
     if local is not None:
         _check_local(local, source)

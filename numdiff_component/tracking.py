@@ -37,6 +37,7 @@ class Evaluation:
     results_dir: Path
     n_rows: int
     extra_params: Mapping[str, Any] = field(default_factory=dict)
+    reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
 
 
 def params(evaluation: Evaluation) -> dict[str, str]:
@@ -116,6 +117,8 @@ def log_evaluation(
         mlflow.log_artifact(str(evaluation.results_dir / RESULTS_PARQUET), artifact_path=PREFIX)
         if results is not None:
             mlflow.log_table(data=results, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
+        for report in evaluation.reports:
+            mlflow.log_artifact(str(report), artifact_path=PREFIX)
         if extra_artifacts is not None:
             extra_artifacts()
         mlflow.end_run()

@@ -35,6 +35,12 @@ def tracking_uri(
     """A sqlite tracking store of the test's own, for this process and its children."""
     shutil.copy(_empty_store, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
+    from mlflow import MlflowClient
+
+    # The copied store's Default experiment keeps its artifacts where the template was made:
+    # each test logs to an experiment of its own with artifacts in its own folder.
+    experiment = MlflowClient(uri).create_experiment("tests", artifact_location=str(tmp_path / "artifacts"))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)

@@ -45,7 +45,7 @@ def test_score_sample_logs_and_summarises(tracking_uri: str, tmp_path: Path) -> 
     assert "mean_score" in out and "pass_rate" in out and str(tmp_path / "res") in out
     from mlflow import MlflowClient
 
-    run_id = next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
+    run_id = next(line.split()[1] for line in out.splitlines() if line.split()[:1] == ["run"])
     run_ = MlflowClient().get_run(run_id)
     assert run_.info.run_name == "sample"
     assert run_.data.metrics["numeric_diff/n_rows"] == len(sample)

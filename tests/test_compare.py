@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,9 @@ def test_a_shuffled_table_matched_by_position_is_pointed_out() -> None:
     ],
     ids=["length", "no id column", "ids differ", "duplicate id", "missing id", "not results"],
 )
-def test_tables_that_do_not_line_up_are_refused(change, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_tables_that_do_not_line_up_are_refused(
+    change: Callable[[pd.DataFrame], pd.DataFrame], message: str
+) -> None:
     a, b = pair(20, regress=set(), improve=set())
     id_col = None if message.startswith("run A has 20 rows") else "id"
     with pytest.raises(InputError, match=message):
@@ -90,7 +93,8 @@ def test_tables_that_do_not_line_up_are_refused(change, message: str) -> None:  
 
 
 def test_noise_is_not_flagged_and_a_large_change_is() -> None:
-    noisy = compare_results(*pair(1000, regress={1, 2, 3, 4, 6}, improve={7, 8, 9, 11}), id_col="id")
+    a, b = pair(1000, regress={1, 2, 3, 4, 6}, improve={7, 8, 9, 11})
+    noisy = compare_results(a, b, id_col="id")
     assert not noisy.beyond_noise and noisy.p_value == pytest.approx(1.0)
     planted = set(range(1, 200, 5))  # 40 regressions against 2 improvements
     large = compare_results(*pair(1000, regress=planted, improve={2, 3}), id_col="id")
@@ -121,7 +125,7 @@ def test_to_dict_is_json_with_ids_and_no_nan() -> None:
     a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
     b = results(["x", "y", "z"], ["9", "2", "?"], ["1", "2", "3"])
     summary = json.loads(json.dumps(compare_results(a, b, id_col="id").to_dict(), allow_nan=False))
-    assert [r["id"] for r in summary["regressed"]] == ["x"]
+    assert [r["id"] for r in summary["regressed"]] == ["x", "z"]  # z: unparseable in B
     assert [r["id"] for r in summary["improved"]] == ["y"]
     assert summary["aggregates"]["n_unparseable"] == {"a": 1, "b": 1, "diff": 0}
     assert summary["test"]["name"] == "McNemar exact test"
@@ -137,18 +141,23 @@ def invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def score_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
-    path = tmp_path / f"{name}.csv"
-    table.to_csv(path, index=False)
-    code, out, err = invoke("score", str(path), "--id-col", "id", "--run-name", name,
-                            "--results-dir", str(tmp_path / name))
-    assert code == 0, err
-    return next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
+def log_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
+    """A run holding what ``numdiff score --id-col id`` logs for compare: params and results."""
+    import mlflow
+
+    folder = tmp_path / name
+    folder.mkdir()
+    score_frame(table).to_parquet(folder / "results.parquet", index=False)
+    with mlflow.start_run(run_name=name) as run:
+        mlflow.log_params({"numeric_diff/id_col": "id", "numeric_diff/output_col": "output",
+                           "numeric_diff/expected_col": "expected", "numeric_diff/threshold": 0.99})
+        mlflow.log_artifact(str(folder / "results.parquet"), artifact_path="numeric_diff")
+    return str(run.info.run_id)
 
 
 @pytest.fixture
 def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
-    """Run A and run B scored by ``numdiff score``: B has q02 and q05 wrong, q04 right, shuffled."""
+    """Runs A and B in a sqlite store: B has q02 and q05 wrong, q04 right, rows reversed."""
     table = pd.DataFrame(
         {
             "id": [f"q{i:02d}" for i in range(1, 9)],
@@ -157,7 +166,7 @@ def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
         }
     )
     changed = table.assign(output=["1", "20", "3", "4", "-5", "6", "7", "8"])
-    return score_run(table, tmp_path, "a"), score_run(changed.iloc[::-1], tmp_path, "b")
+    return log_run(table, tmp_path, "a"), log_run(changed.iloc[::-1], tmp_path, "b")
 
 
 @pytest.mark.slow
@@ -170,7 +179,8 @@ def test_cli_compare_json_on_two_runs(two_runs: tuple[str, str]) -> None:
     assert [r["id"] for r in summary["improved"]] == ["q04"]
     assert summary["test"]["name"] == "McNemar exact test"
     assert summary["test"]["p_value"] == pytest.approx(1.0)
-    assert summary["aggregates"]["pass_rate"] == pytest.approx({"a": 7 / 8, "b": 6 / 8, "diff": -1 / 8})
+    expected_rates = {"a": 7 / 8, "b": 6 / 8, "diff": -1 / 8}
+    assert summary["aggregates"]["pass_rate"] == pytest.approx(expected_rates)
 
 
 @pytest.mark.slow
@@ -201,24 +211,24 @@ def test_cli_compare_bad_input_is_one_line_and_exit_2(
     code, _, err = invoke("compare", *two_runs, "--id-col", "question")
     assert code == 2 and "id column 'question' not in run A" in err
     local_b = tmp_path / "b" / "results.parquet"
-    code, _, err = invoke("compare", two_runs[0], str(local_b))  # a local file has no id param
-    assert code == 0, err
+    # A local file has no params: the id column of run A is used, as both tables hold it.
+    code, out, err = invoke("compare", two_runs[0], str(local_b), "--json")
+    assert code == 0 and json.loads(out)["matched_by"] == {"id_col": "id"}, err
     code, out, err = invoke("compare", str(tmp_path / "a" / "results.parquet"), str(local_b),
                             "--id-col", "id", "--json")
     assert code == 0 and [r["id"] for r in json.loads(out)["regressed"]] == ["q02", "q05"]
 
 
-def test_comparison_is_vectorised_for_many_rows() -> None:
+def test_many_rows_in_another_order_are_paired_by_id() -> None:
     n = 200_000
     rng = np.random.default_rng(0)
-    ids = rng.permutation(n).astype(str)
-    a = pd.DataFrame({"id": ids, "score": rng.random(n), "abs_error": 0.1,
-                      "output_value": 1.0, "expected_value": 1.0})
-    a["passed"] = a["score"] >= 0.5
-    a["label"] = np.where(a["passed"], "pass", "fail")
-    b = a.assign(score=rng.random(n)).sample(frac=1, random_state=1)
-    b["passed"] = b["score"] >= 0.5
-    comparison = compare_results(a, b, id_col="id")
-    assert comparison.n_regressed + comparison.n_improved == int((a["passed"].to_numpy()
-            != b.set_index("id").loc[a["id"], "passed"].to_numpy()).sum())
-    assert not comparison.beyond_noise or comparison.p_value < 0.05
+    a = pd.DataFrame({"id": rng.permutation(n).astype(str), "score": rng.random(n),
+                      "abs_error": 0.1, "output_value": 1.0, "expected_value": 1.0})
+    b = a.assign(score=rng.random(n))
+    for side in (a, b):
+        side["passed"] = side["score"] >= 0.5
+        side["label"] = np.where(side["passed"], "pass", "fail")
+    regressed = set(a["id"][a["passed"] & ~b["passed"]])
+    comparison = compare_results(a, b.sample(frac=1, random_state=1), id_col="id")
+    assert set(comparison.regressed()["id"]) == regressed
+    assert comparison.n_regressed == len(regressed) > 40_000

@@ -77,14 +77,12 @@ OPTION_SETS = {
 
 
 @pytest.fixture(autouse=True)
-def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh sqlite tracking store (and artifact folder) in this test's own folder."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+def tracking(tracking_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
+    """The test's own sqlite store (conftest), an experiment whose artifacts stay in tmp_path."""
     monkeypatch.chdir(tmp_path)
-    mlflow.set_tracking_uri(uri)
-    yield uri
+    experiment_id = mlflow.create_experiment("numdiff", artifact_location=str(tmp_path / "art"))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
+    yield tracking_uri
     while mlflow.active_run() is not None:
         mlflow.end_run()
 
@@ -100,7 +98,8 @@ def _by_metric(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], 
 
 def _by_scorer(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], dict[str, float]]:
     scorer = make_numeric_diff_scorer(**options)
-    rows = [scorer(outputs=o, expectations={"expected": e}) for o, e in zip(df.output, df.expected)]
+    pairs = zip(df["output"], df["expected"], strict=True)
+    rows = [scorer(outputs=o, expectations={"expected": e}) for o, e in pairs]
     scores = [fb_score.value for fb_score, _ in rows]
     passed = [fb_passed.value for _, fb_passed in rows]
     # What mlflow.genai.evaluate logs: the mean of each feedback.
@@ -182,9 +181,10 @@ def test_metric_options_from_evaluator_config_override_its_own() -> None:
     metric = make_numeric_diff_metric(threshold=0.99)
     predictions, targets = pd.Series(["41"]), pd.Series(["42"])
     assert metric.eval_fn(predictions, targets).aggregate_results["pass_rate"] == 0.0
-    assert metric.eval_fn(predictions, targets, {"threshold": 0.9}).aggregate_results[
-        "pass_rate"
-    ] == 1.0
+    assert (
+        metric.eval_fn(predictions, targets, {"threshold": 0.9}).aggregate_results["pass_rate"]
+        == 1.0
+    )
     with pytest.raises(OptionError, match="unknown option 'treshold'"):
         metric.eval_fn(predictions, targets, {"treshold": 0.9})
 
@@ -219,7 +219,7 @@ def test_scorer_row_without_a_number_scores_zero() -> None:
 def test_scorer_reads_its_expected_key_and_names_a_missing_one() -> None:
     scorer = make_numeric_diff_scorer(expected_key="answer", threshold=0.9)
     assert scorer(outputs="41", expectations={"answer": 42})[1].value is True
-    with pytest.raises(InputError, match="expectations have no 'answer' key \\(keys: 'expected'\\)"):
+    with pytest.raises(InputError, match=r"expectations have no 'answer' key \(keys: 'expected'\)"):
         scorer(outputs="41", expectations={"expected": 42})
 
 
@@ -296,9 +296,7 @@ def test_models_evaluate_numeric_columns_and_evaluator_config() -> None:
         targets="expected",
         evaluator_config={"numeric_diff_options": {"threshold": 0.5, "floor": 0}},
     )
-    assert _run_metrics(run_id) == pytest.approx(
-        _expected_metrics(finite, threshold=0.5, floor=0)
-    )
+    assert _run_metrics(run_id) == pytest.approx(_expected_metrics(finite, threshold=0.5, floor=0))
 
 
 @pytest.mark.slow
@@ -337,7 +335,7 @@ def test_deprecated_mlflow_evaluate_works_too() -> None:
 def test_genai_evaluate_logs_mean_score_and_pass_rate() -> None:
     rows = [
         {"inputs": {"question": q}, "outputs": o, "expectations": {"expected": e}}
-        for q, o, e in zip(SAMPLE.question, SAMPLE.output, SAMPLE.expected)
+        for q, o, e in zip(SAMPLE.question, SAMPLE.output, SAMPLE.expected, strict=True)
     ]
     result = mlflow.genai.evaluate(data=rows, scorers=[make_numeric_diff_scorer(threshold=0.9)])
 

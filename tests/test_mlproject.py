@@ -58,7 +58,7 @@ def _mlflow_run(*params: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _run_id(output: str) -> str:
-    return next(line.split()[-1] for line in output.splitlines() if line.strip().startswith("run_id"))
+    return next(line.split()[1] for line in output.splitlines() if line.split()[:1] == ["run"])
 
 
 def _check_run(run_id: str, n_rows: int, dataset_name: str) -> pd.DataFrame:

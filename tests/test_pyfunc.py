@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -41,14 +42,12 @@ TABLE = pd.DataFrame(
 
 
 @pytest.fixture(autouse=True)
-def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh sqlite tracking store (and artifact folder) in this test's own folder."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+def tracking(tracking_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
+    """The test's own sqlite store (conftest), an experiment whose artifacts stay in tmp_path."""
     monkeypatch.chdir(tmp_path)
-    mlflow.set_tracking_uri(uri)
-    yield uri
+    experiment_id = mlflow.create_experiment("numdiff", artifact_location=str(tmp_path / "art"))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
+    yield tracking_uri
     while mlflow.active_run() is not None:
         mlflow.end_run()
 
@@ -101,9 +100,7 @@ def test_logged_model_loads_back_and_predicts(logged: mlflow.models.model.ModelI
     assert logged.model_uri.startswith("models:/")
     for uri in (logged.model_uri, f"runs:/{logged.run_id}/nd"):
         loaded = mlflow.pyfunc.load_model(uri)
-        assert loaded.model_config == {
-            "threshold": 0.9, "floor": 1.0, "decimal_comma": True, "pick": "first", "percent": "keep"
-        }
+        assert loaded.model_config == Options(threshold=0.9, decimal_comma=True).as_dict()
         pd.testing.assert_frame_equal(
             loaded.predict(TABLE), _core(TABLE, threshold=0.9, decimal_comma=True)
         )
@@ -149,27 +146,39 @@ def _post(url: str, payload: dict[str, object]) -> dict[str, object]:
         return json.loads(response.read())
 
 
-def _wait_until_up(url: str, server: subprocess.Popen[bytes], deadline: float) -> None:
+def _wait_until_up(server: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    """Wait (two minutes at most) until this server, not another one, answers on ``port``."""
+    banner = f"running on http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise AssertionError(f"mlflow models serve exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.5)
-    raise AssertionError(f"mlflow models serve did not answer {url} in time")
+            raise AssertionError(
+                f"mlflow models serve exited with {server.returncode}:\n{_tail(log_path)}"
+            )
+        if banner in log_path.read_text(errors="replace"):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2):
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+        time.sleep(0.5)
+    raise AssertionError(f"mlflow models serve did not come up in time:\n{_tail(log_path)}")
+
+
+def _tail(log_path: Path) -> str:
+    return log_path.read_text(errors="replace")[-3000:]
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
-    """Stop the server and its workers: the process group this test started for it."""
-    if server.poll() is None:
+    """Stop the server and its uvicorn worker: the process group this test started for it."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=15)
+        server.wait(timeout=15)
 
 
 @pytest.mark.slow
@@ -177,24 +186,30 @@ def test_served_model_answers_over_http(
     logged: mlflow.models.model.ModelInfo, tmp_path: Path
 ) -> None:
     port = _free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    server = subprocess.Popen(
-        [MLFLOW, "models", "serve", "-m", f"runs:/{logged.run_id}/nd", "-h", "127.0.0.1",
-         "-p", str(port), "--env-manager", "local"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        _wait_until_up(f"http://127.0.0.1:{port}/ping", server, time.monotonic() + 120)
-        frame = TABLE.astype(object).where(TABLE.notna(), None)
-        answer = _post(
-            f"http://127.0.0.1:{port}/invocations",
-            {"dataframe_split": {"columns": list(frame.columns), "data": frame.values.tolist()}},
+    log_path = tmp_path / "serve.log"
+    serve = f"models serve -m runs:/{logged.run_id}/nd -h 127.0.0.1 -p {port} --env-manager local"
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            [MLFLOW, *serve.split()],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            # The server execs `uvicorn`, which lives next to this interpreter.
+            env={**os.environ, "PATH": path},
         )
+    try:
+        _wait_until_up(server, port, log_path)
+        frame = TABLE.astype(object).where(TABLE.notna(), None)
+        payload = {
+            "dataframe_split": {"columns": list(frame.columns), "data": frame.values.tolist()}
+        }
+        try:
+            answer = _post(f"http://127.0.0.1:{port}/invocations", payload)
+        except urllib.error.URLError as exc:
+            raise AssertionError(f"POST /invocations failed: {exc}\n{_tail(log_path)}") from exc
     finally:
         _stop(server)
-        log.close()
     served = pd.DataFrame(answer["predictions"])
     expected = _core(TABLE, threshold=0.9, decimal_comma=True)
     pd.testing.assert_frame_equal(served[list(OUTPUT_COLUMNS)], expected, check_dtype=False)
@@ -205,20 +220,23 @@ def test_served_model_answers_over_http(
 
 @pytest.mark.slow
 def test_log_model_command_prints_a_uri_that_loads() -> None:
-    result = CliRunner().invoke(
-        cli,
-        ["log-model", "--name", "gate", "--threshold", "0.5", "--pick", "last",
-         "--experiment-name", "numdiff-models", "--run-name", "log-model-test"],
+    # A process of its own: --experiment-name sets MLflow's process-wide active experiment.
+    args = "--name gate --threshold 0.5 --pick last --experiment-name nd-models --run-name lm"
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("numdiff")), "log-model", *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     uri = result.stdout.strip()
     assert uri.startswith("models:/")
     loaded = mlflow.pyfunc.load_model(uri)
     assert loaded.model_config["threshold"] == 0.5
     assert loaded.model_config["pick"] == "last"
     run = mlflow.get_run(loaded.metadata.run_id)
-    assert run.info.run_name == "log-model-test"
-    assert mlflow.get_experiment(run.info.experiment_id).name == "numdiff-models"
+    assert run.info.run_name == "lm"
+    assert mlflow.get_experiment(run.info.experiment_id).name == "nd-models"
     assert run.info.status == "FINISHED"
 
 

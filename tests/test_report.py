@@ -47,14 +47,23 @@ def results() -> pd.DataFrame:
             "expected": [f"{v:.6g}" for v in expected],
         }
     )
-    for row, (key, (out, exp)) in zip((40, 150, 260), PLANTED.items()):
+    for row, (key, (out, exp)) in zip((40, 150, 260), PLANTED.items(), strict=True):
         frame.loc[row, ["id", "output", "expected"]] = [key, out, exp]
     frame.loc[[7, 8], "output"] = ["no idea", "n/a"]
     return score_frame(frame)
 
 
-def build(results: pd.DataFrame, batch_size: int | None = None, **kwargs: int) -> ReportBuilder:
-    builder = ReportBuilder(Options(), id_col="id", **kwargs)
+def build(
+    results: pd.DataFrame,
+    batch_size: int | None = None,
+    *,
+    sample_size: int = 5_000,
+    worst_k: int = 10,
+    seed: int = 0,
+) -> ReportBuilder:
+    builder = ReportBuilder(
+        Options(), id_col="id", sample_size=sample_size, worst_k=worst_k, seed=seed
+    )
     step = batch_size or len(results)
     for start in range(0, len(results), step):
         builder.add(results.iloc[start : start + step])
@@ -124,7 +133,7 @@ def frame_of(outputs: list[object], expecteds: list[object]) -> pd.DataFrame:
     return score_frame(pd.DataFrame({"output": outputs, "expected": expecteds}, dtype=object))
 
 
-EDGE_CASES = {
+EDGE_CASES: dict[str, tuple[list[object], list[object]]] = {
     "all unparseable": (["x", None, "nan"], ["1", "2", "y"]),
     "one row": (["5"], ["7"]),
     "all scores 1": (["3", "3", "-2"], ["3", "3", "-2"]),

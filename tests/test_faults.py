@@ -1,0 +1,394 @@
+"""Faults: bad files, a tracking server that is down, dies or refuses, a results folder that
+cannot be written. Each ends in one line on stderr, a known exit code, and no lost or
+half-written results."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numdiff_component.errors import InputError
+from numdiff_component.job import JobConfig, run_job
+from tests.conftest import BIN, free_port, stop, wait_for_http
+
+RESULTS = "results.parquet"
+PARTIAL = f".{RESULTS}.partial"
+BOUND = 120  # seconds: no command here may take longer, whatever the fault
+
+
+def numdiff(
+    *args: str,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m numdiff_component score ARGS`` in a child process, within `BOUND` seconds."""
+    return subprocess.run(
+        [sys.executable, "-m", "numdiff_component", "score", *args],
+        capture_output=True, text=True, timeout=BOUND, preexec_fn=preexec_fn, cwd=cwd,
+        env={**os.environ, "NUMDIFF_TRACEBACK": "", "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
+    """The single ``numdiff: error:`` line of a failed command, checked for ``fragments``."""
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("numdiff: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def table(n: int, note: str = "") -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": [f"r{i:06d}" for i in range(n)],
+            "output": [f"about {i}" for i in range(n)],
+            "expected": [str(i) for i in range(n)],
+            **({"note": [note] * n} if note else {}),
+        }
+    )
+
+
+def assert_complete(results_dir: Path, source: pd.DataFrame) -> None:
+    """The local results hold every input row once, in order, and nothing half-written."""
+    assert not (results_dir / PARTIAL).exists()
+    results = pd.read_parquet(results_dir / RESULTS)
+    assert len(results) == len(source)
+    assert list(results["id"]) == list(source["id"])
+    assert (results["label"] == "pass").all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad files (the cases tests/test_cli.py already covers are not repeated here)
+
+
+def _truncated_parquet(folder: Path) -> Path:
+    whole = folder / "whole.parquet"
+    table(2000).to_parquet(whole)
+    data = whole.read_bytes()
+    (folder / "t.parquet").write_bytes(data[: len(data) // 2])
+    return folder / "t.parquet"
+
+
+def _file(name: str, content: str | bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return path
+
+    return make
+
+
+BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "truncated parquet": (_truncated_parquet, "as parquet: Parquet magic bytes not found"),
+    "csv with ragged rows": (
+        _file("t.csv", "id,output,expected\nr1,1,1\nr2,2,2,2\nr3,3\n"),
+        "as csv: CSV parse error: Expected 3 columns, got 4",
+    ),
+    "json object of scalars": (_file("t.json", '{"a": 1}'), "as json: not a table; give a list of records"),
+    "json list of numbers": (_file("t.json", "[1, 2, 3]"), "as json: not a table"),
+    "json list of arrays": (_file("t.json", '[["1", "1"], ["2", "2"]]'), "as json: not a table"),
+    "json lines of numbers": (_file("t.jsonl", "1\n2\n"), "as jsonl: not a table"),
+    "duplicate column names": (
+        _file("t.csv", "output,expected,output\n1,1,2\n"), "duplicate column name 'output'",
+    ),
+    # Decoding with replacement characters would silently change the user's text: refused.
+    "csv not utf-8": (
+        _file("t.csv", b"id,output,expected\nr1,1,1\nr2,caf\xe9 2,2\n"),
+        "as csv: it is not valid UTF-8: byte 0xe9 on line 3; save it as UTF-8",
+    ),
+    "gzipped csv not utf-8": (
+        _file("t.csv.gz", __import__("gzip").compress(b"output,expected\n\xff1,1\n")),
+        "it is not valid UTF-8: byte 0xff on line 2",
+    ),
+    "json not utf-8": (
+        _file("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'), "it is not valid UTF-8",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES, ids=list(BAD_FILES))
+def test_bad_file_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
+    make, message = BAD_FILES[case]
+    (tmp_path / "in").mkdir()
+    source = make(tmp_path / "in")
+    proc = numdiff(str(source), "--results-dir", str(tmp_path / "res"))
+    line = one_line_error(proc, 2, message)
+    assert proc.stdout == ""
+    assert repr(str(source)) in line  # the message names the file
+    assert not (tmp_path / "res" / RESULTS).exists()
+
+
+def test_bad_row_deep_in_a_streamed_file_leaves_no_results(tmp_path: Path) -> None:
+    """Many batches are written before the bad row is met: none of them is left behind."""
+    good = "".join(f"r{i},{i},{i}\n" for i in range(3000))
+    source = tmp_path / "t.csv"
+    source.write_bytes(b"id,output,expected\n" + good.encode() + b"r3000,\xe9,1\n")
+    seen: list[int] = []
+    with pytest.raises(InputError, match=r"not valid UTF-8: byte 0xe9 on line 3002"):
+        run_job(
+            JobConfig(predictions=str(source), results_dir=str(tmp_path / "res"), track=False, batch_rows=7),
+            progress=seen.append,
+        )
+    assert seen and seen[-1] > 100  # batches were scored and written before the failure
+    assert os.listdir(tmp_path / "res") == []
+
+
+def test_missing_runs_artifact(tracking_uri: str, tmp_path: Path) -> None:
+    import mlflow
+
+    experiment = mlflow.create_experiment("faults", artifact_location=str(tmp_path / "artifacts"))
+    with mlflow.start_run(experiment_id=experiment) as run:
+        mlflow.log_text("output,expected\n1,1\n", "other.csv")
+    uri = f"runs:/{run.info.run_id}/predictions.csv"
+    proc = numdiff(uri, "--results-dir", str(tmp_path / "res"), cwd=tmp_path)
+    one_line_error(proc, 2, f"cannot download {uri!r}", "predictions.csv")
+    assert numdiff(f"runs:/{run.info.run_id}/other.csv", "-q", "--no-plots", cwd=tmp_path).returncode == 0
+
+
+def _drop_read_rights() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that takes away the right to read other users' files.
+
+    As root the child becomes ``nobody`` (65534) when ``nobody`` can run this interpreter;
+    otherwise (a venv under /root, say) it stays root but loses the capabilities that let root
+    read any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), from the bounding set so the exec'd
+    interpreter never gets them back. Not root: nothing to drop.
+    """
+    if os.geteuid() != 0:
+        return None
+    probe = subprocess.run(
+        [sys.executable, "-c", "import numdiff_component, mlflow"], capture_output=True,
+        preexec_fn=_become_nobody, cwd="/", timeout=BOUND,
+    )
+    return _become_nobody if probe.returncode == 0 else _drop_dac_capabilities
+
+
+def _become_nobody() -> None:
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def _drop_dac_capabilities() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder anyone may traverse (pytest's own temporary folders are private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="numdiff-faults-"))
+    try:
+        folder.chmod(0o755)
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_file_without_read_permission(open_folder: Path) -> None:
+    source = open_folder / "t.csv"
+    table(3).to_csv(source, index=False)
+    source.chmod(0o000)  # anyone may look inside the folder, nobody may read the file
+    drop = _drop_read_rights()
+    check = subprocess.run(
+        [sys.executable, "-c", f"open({str(source)!r}).read()"], capture_output=True, text=True,
+        preexec_fn=drop, timeout=BOUND,
+    )
+    assert "Permission denied" in check.stderr, "the child can still read the file: no test"
+    proc = numdiff(str(source), "--results-dir", str(open_folder / "res"), preexec_fn=drop, cwd=Path("/"))
+    one_line_error(proc, 2, f"cannot read {str(source)!r}: permission denied")
+
+
+# ---------------------------------------------------------------------------------------------
+# A real tracking server that is down, dies in the middle of a run, or refuses artifacts
+
+
+@contextlib.contextmanager
+def tracking_server(store: Path, artifacts: Path, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped."""
+    port = free_port()
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [
+                os.path.join(BIN, "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+                "--backend-store-uri", f"sqlite:///{store}", "--artifacts-destination", str(artifacts),
+                "--workers", "1",
+            ],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_for_http(f"{url}/health", process=process)
+            yield url, process
+        finally:
+            stop(process)
+            kill_group(process)  # workers left behind by the server process, if any
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the session the server was started in (its own id), as a crash would."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_server_unreachable_from_the_start(tmp_path: Path) -> None:
+    source = table(500)
+    source.to_csv(tmp_path / "t.csv", index=False)
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    proc = numdiff(
+        str(tmp_path / "t.csv"), "-q", "--no-plots", "--results-dir", str(tmp_path / "res"),
+        env={"MLFLOW_TRACKING_URI": url},
+    )  # returns within BOUND: the retries are bounded (tracking._HTTP_DEFAULTS)
+    one_line_error(
+        proc, 3, f"could not log to MLflow at {url}", "Connection refused",
+        f"the complete results are in {str(tmp_path / 'res' / RESULTS)!r}",
+    )
+    assert_complete(tmp_path / "res", source)
+
+
+def _runs(store: Path) -> list[tuple[str, str]]:
+    """(run id, status) of every run in the server's sqlite store, read-only."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1)) as db:
+            return list(db.execute("SELECT run_uuid, status FROM runs"))
+    except sqlite3.OperationalError:  # not created yet, or locked for a moment by the server
+        return []
+
+
+def _kill_server_once_running(
+    tmp_path: Path, source: pd.DataFrame, attempt: int
+) -> tuple[subprocess.CompletedProcess[str], str | None, Path]:
+    """Run the CLI against a server and SIGKILL the server as soon as the run is RUNNING."""
+    folder = tmp_path / f"attempt{attempt}"
+    folder.mkdir()
+    source.to_csv(folder / "t.csv", index=False)
+    store = folder / "server.db"
+    args = [
+        sys.executable, "-m", "numdiff_component", "score", str(folder / "t.csv"), "-q",
+        "--no-plots", "--results-dir", str(folder / "res"),
+    ]
+    with tracking_server(store, folder / "artifacts", tmp_path / "server.log") as (url, server):
+        env = {**os.environ, "MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACEBACK": ""}
+        cli = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        run_id = None
+        try:
+            deadline = time.monotonic() + BOUND
+            while run_id is None and cli.poll() is None and time.monotonic() < deadline:
+                run_id = next((r for r, status in _runs(store) if status == "RUNNING"), None)
+                time.sleep(0.02)
+            if run_id is not None:
+                kill_group(server)
+            out, err = cli.communicate(timeout=BOUND)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait(timeout=20)
+    return subprocess.CompletedProcess(args, cli.returncode, out, err), run_id, folder
+
+
+@pytest.mark.slow
+def test_server_killed_in_the_middle_of_a_run(tmp_path: Path) -> None:
+    """The results JSON of 100,000 rows takes seconds to log: the server dies meanwhile.
+
+    Should the run finish before the kill lands (a very fast machine), the test tries once more
+    with rows ten times wider.
+    """
+    for attempt, note in enumerate(["", "x" * 400]):
+        source = table(100_000, note)
+        proc, run_id, folder = _kill_server_once_running(tmp_path, source, attempt)
+        if run_id is not None and proc.returncode != 0:
+            break
+    else:
+        pytest.fail(f"the run finished before the server could be killed: {proc.stderr}")
+    one_line_error(proc, 3, "could not log to MLflow", f"the complete results are in {str(folder / 'res' / RESULTS)!r}")
+    assert_complete(folder / "res", source)
+    # A new server on the same store: the run is still RUNNING. Once its server is gone the
+    # client cannot mark it FAILED (MLflow has no heartbeat to notice either), so the exit
+    # code and the complete local results are the record of what happened.
+    with tracking_server(folder / "server.db", folder / "artifacts", tmp_path / "server.log") as (url, _):
+        from mlflow import MlflowClient
+
+        assert MlflowClient(url).get_run(run_id).info.status == "RUNNING"
+
+
+@pytest.mark.slow
+def test_server_refusing_artifacts_marks_the_run_failed(tmp_path: Path) -> None:
+    """The artifact store lies below a regular file, so the server cannot create it: HTTP 500."""
+    (tmp_path / "a-file").write_text("not a folder")
+    source = table(500)
+    source.to_csv(tmp_path / "t.csv", index=False)
+    store = tmp_path / "server.db"
+    with tracking_server(store, tmp_path / "a-file" / "artifacts", tmp_path / "server.log") as (url, _):
+        proc = numdiff(
+            str(tmp_path / "t.csv"), "-q", "--no-plots", "--results-dir", str(tmp_path / "res"),
+            env={"MLFLOW_TRACKING_URI": url},
+        )
+        one_line_error(proc, 3, f"could not log to MLflow at {url}", "500 error responses")
+        assert_complete(tmp_path / "res", source)
+        from mlflow import MlflowClient
+
+        runs = MlflowClient(url).search_runs(["0"])
+        assert [r.info.status for r in runs] == ["FAILED"]  # told, not left RUNNING
+        assert runs[0].data.metrics["numeric_diff/n_rows"] == 500  # what could be logged was
+
+
+# ---------------------------------------------------------------------------------------------
+# A results folder that cannot be written
+
+
+def test_results_folder_below_a_regular_file(tmp_path: Path) -> None:
+    table(3).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "a-file").write_text("keep me")
+    results = tmp_path / "a-file" / "res"
+    proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
+    one_line_error(proc, 2, f"cannot create results folder {str(results)!r}: Not a directory")
+    assert (tmp_path / "a-file").read_text() == "keep me"
+    assert sorted(os.listdir(tmp_path)) == ["a-file", "t.csv"]
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs, mounted for the test and always unmounted."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True,
+        text=True, timeout=30,
+    ) if os.geteuid() == 0 else None
+    if done is None or done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() if done else 'not root'}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True, timeout=30)
+
+
+def test_full_disk_leaves_no_results_that_look_complete(tmp_path: Path, full_disk: Path) -> None:
+    table(20_000).to_csv(tmp_path / "t.csv", index=False)  # ~300 KiB of results: cannot fit
+    results = full_disk / "res"
+    proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
+    one_line_error(proc, 2, f"cannot write results to {str(results)!r}", "No space left on device")
+    assert os.listdir(results) == []  # neither results.parquet nor .results.parquet.partial
+
