@@ -26,12 +26,16 @@ import pyarrow.csv as pa_csv
 def write_table(path: Path, rows: int) -> None:
     """Two columns of numbers as text, written a million rows at a time."""
     rng = np.random.default_rng(0)
-    with pa_csv.CSVWriter(path, pa.schema([("output", pa.string()), ("expected", pa.string())])) as w:
+    with pa_csv.CSVWriter(
+        path, pa.schema([("output", pa.string()), ("expected", pa.string())])
+    ) as w:
         for start in range(0, rows, 1_000_000):
             n = min(1_000_000, rows - start)
             expected = rng.normal(100, 30, n).round(3)
             output = (expected * rng.normal(1, 0.01, n)).round(3)
-            w.write_table(pa.table({"output": output.astype(str), "expected": expected.astype(str)}))
+            w.write_table(
+                pa.table({"output": output.astype(str), "expected": expected.astype(str)})
+            )
 
 
 def core_seconds(path: Path) -> float:
@@ -54,25 +58,49 @@ def main() -> None:
         folder = Path(tmp)
         table = folder / "predictions.csv"
         write_table(table, args.rows)
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder}/mlflow.db", "MLFLOW_DISABLE_TELEMETRY": "true"}
-        subprocess.run([sys.executable, "-c", "import mlflow; mlflow.MlflowClient().search_experiments()"], env=env, check=True)
+        env = {
+            **os.environ,
+            "MLFLOW_TRACKING_URI": f"sqlite:///{folder}/mlflow.db",
+            "MLFLOW_DISABLE_TELEMETRY": "true",
+        }
+        subprocess.run(
+            [sys.executable, "-c", "import mlflow; mlflow.MlflowClient().search_experiments()"],
+            env=env,
+            check=True,
+        )
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "numdiff_component", "score", str(table), "-q", "--results-dir", str(folder / "res")],
-            env=env, check=True,
+            [
+                sys.executable,
+                "-m",
+                "numdiff_component",
+                "score",
+                str(table),
+                "-q",
+                "--results-dir",
+                str(folder / "res"),
+            ],
+            env=env,
+            check=True,
         )
         wall = time.perf_counter() - start
         peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         core = core_seconds(table)
         size_mib = table.stat().st_size / 2**20
         rows_out = pa.parquet.ParquetFile(folder / "res" / "results.parquet").metadata.num_rows
-    print(f"rows                      {args.rows:,} ({size_mib:,.0f} MiB of CSV); results rows {rows_out:,}")
+    print(
+        f"rows                      {args.rows:,} ({size_mib:,.0f} MiB of CSV); "
+        f"results rows {rows_out:,}"
+    )
     print(f"numdiff score wall time   {wall:.1f} s ({args.rows / wall:,.0f} rows/s)")
     print(f"peak resident memory      {peak_mib:,.0f} MiB")
-    print(f"core (score_frame)        {core:.1f} s; outside the core {wall - core:.1f} s ({(wall - core) / wall:.0%})")
+    print(
+        f"core (score_frame)        {core:.1f} s; "
+        f"outside the core {wall - core:.1f} s ({(wall - core) / wall:.0%})"
+    )
 
 
 if __name__ == "__main__":
-    import pyarrow.parquet  # noqa: F401  - makes pa.parquet available
+    import pyarrow.parquet
 
     main()

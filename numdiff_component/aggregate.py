@@ -28,7 +28,7 @@ class Totals:
 
     @classmethod
     def of(cls, results: Mapping[str, Any]) -> Totals:
-        """Totals of one batch of result columns (``score``, ``passed``, ``label``, ``abs_error``)."""
+        """Totals of a batch of results: columns ``score``, ``passed``, ``label``, ``abs_error``."""
         scores = np.asarray(results["score"], dtype=float)
         n = len(scores)
         if n == 0:
@@ -70,7 +70,9 @@ class Totals:
             "pass_rate": self.n_passed / self.n,
             "mae": self.abs_error_sum / n_parsed if n_parsed else math.nan,
             "mean_score_stderr": (
-                math.sqrt(self.score_m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
+                math.sqrt(self.score_m2 / (self.n - 1)) / math.sqrt(self.n)
+                if self.n > 1
+                else math.nan
             ),
             "n_rows": self.n,
             "n_unparseable": self.n_unparseable,

@@ -64,7 +64,12 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
     rows = [
         ("mean_score", f"{aggregates['mean_score']:.4f}", aggregates["mean_score_stderr"], ""),
         ("pass_rate", f"{rate:.4f}", _rate_stderr(rate, n), f"score >= {threshold:g}"),
-        ("mae", "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}", math.nan, ""),
+        (
+            "mae",
+            "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
+            math.nan,
+            "",
+        ),
         ("rows", f"{int(n):,}", math.nan, ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
     ]
@@ -101,18 +106,76 @@ class _Progress:
 @cli.command()
 @click.argument("predictions", required=False, default="")
 @click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
-@click.option("--expected-col", default="expected", show_default=True, help="Column with the expected numbers.")
-@click.option("--id-col", default="", help="Column identifying each row (kept in the results, used by compare).")
-@click.option("--threshold", type=float, default=0.99, show_default=True, help="A row passes when its score is at least this (0 to 1).")
-@click.option("--floor", type=float, default=1.0, show_default=True, help="Smallest denominator of the relative difference (>= 0).")
-@click.option("--decimal-comma", type=click.BOOL, is_flag=False, flag_value=True, default=False, show_default=True, help="Read ',' as the decimal point and '.' as the grouping separator.")
-@click.option("--pick", default="first", show_default=True, metavar="[first|last]", help="Which number of a text to read.")
-@click.option("--percent", default="keep", show_default=True, metavar="[keep|fraction]", help="'fraction' reads '50 %' as 0.5.")
-@click.option("--format", "fmt", default=None, metavar="[csv|parquet|json|jsonl]", help="Format of PREDICTIONS  [default: from the extension]")
+@click.option(
+    "--expected-col",
+    default="expected",
+    show_default=True,
+    help="Column with the expected numbers.",
+)
+@click.option(
+    "--id-col",
+    default="",
+    help="Column identifying each row (kept in the results, used by compare).",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=0.99,
+    show_default=True,
+    help="A row passes when its score is at least this (0 to 1).",
+)
+@click.option(
+    "--floor",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Smallest denominator of the relative difference (>= 0).",
+)
+@click.option(
+    "--decimal-comma",
+    type=click.BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=False,
+    show_default=True,
+    help="Read ',' as the decimal point and '.' as the grouping separator.",
+)
+@click.option(
+    "--pick",
+    default="first",
+    show_default=True,
+    metavar="[first|last]",
+    help="Which number of a text to read.",
+)
+@click.option(
+    "--percent",
+    default="keep",
+    show_default=True,
+    metavar="[keep|fraction]",
+    help="'fraction' reads '50 %' as 0.5.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    default=None,
+    metavar="[csv|parquet|json|jsonl]",
+    help="Format of PREDICTIONS  [default: from the extension]",
+)
 @click.option("--experiment-name", default=None, help="MLflow experiment to log to.")
 @click.option("--run-name", default=None, help="Name of the MLflow run.")
-@click.option("--results-dir", default=None, help="Folder for the local copy of the per-item results  [default: a new temporary folder]")
-@click.option("--fail-under", type=float, default=0.0, show_default=True, metavar="RATE", help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).")
+@click.option(
+    "--results-dir",
+    default=None,
+    help="Folder for the local copy of the per-item results  [default: a new temporary folder]",
+)
+@click.option(
+    "--fail-under",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="RATE",
+    help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).",
+)
 @click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @_guarded
@@ -143,7 +206,11 @@ def score(
     from numdiff_component.options import Options
 
     options = Options(
-        threshold=threshold, floor=floor, decimal_comma=decimal_comma, pick=pick, percent=percent  # type: ignore[arg-type]
+        threshold=threshold,
+        floor=floor,
+        decimal_comma=decimal_comma,
+        pick=pick,
+        percent=percent,  # type: ignore[arg-type]
     )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
@@ -186,23 +253,40 @@ def score(
 @cli.command("log-model")
 @click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
 @click.option(
-    "--threshold", type=float, default=0.99, show_default=True,
+    "--threshold",
+    type=float,
+    default=0.99,
+    show_default=True,
     help="A row passes when its score is at least this (0 to 1).",
 )
 @click.option(
-    "--floor", type=float, default=1.0, show_default=True,
+    "--floor",
+    type=float,
+    default=1.0,
+    show_default=True,
     help="Smallest denominator of the relative difference (>= 0).",
 )
 @click.option(
-    "--decimal-comma", type=click.BOOL, is_flag=False, flag_value=True, default=False,
-    show_default=True, help="Read ',' as the decimal point and '.' as the grouping separator.",
+    "--decimal-comma",
+    type=click.BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=False,
+    show_default=True,
+    help="Read ',' as the decimal point and '.' as the grouping separator.",
 )
 @click.option(
-    "--pick", default="first", show_default=True, metavar="[first|last]",
+    "--pick",
+    default="first",
+    show_default=True,
+    metavar="[first|last]",
     help="Which number of a text to read.",
 )
 @click.option(
-    "--percent", default="keep", show_default=True, metavar="[keep|fraction]",
+    "--percent",
+    default="keep",
+    show_default=True,
+    metavar="[keep|fraction]",
     help="'fraction' reads '50 %' as 0.5.",
 )
 @click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
@@ -243,16 +327,23 @@ def log_model(
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option(
-    "--id-col", default="",
+    "--id-col",
+    default="",
     help="Column matching rows of A and B  [default: the runs' id column; else row position]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=20, show_default=True,
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
     help="Rows listed per section (0: all).",
 )
 @click.option(
-    "--alpha", type=float, default=0.05, show_default=True,
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
     help="Significance level of the pass/fail change test.",
 )
 @click.option("--log", "log_run", is_flag=True, help="Record the comparison in a new MLflow run.")

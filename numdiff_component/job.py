@@ -12,7 +12,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -41,7 +41,7 @@ class JobConfig:
     output_col: str = "output"
     expected_col: str = "expected"
     id_col: str | None = None
-    options: Options = Options()
+    options: Options = field(default_factory=Options)
     format: str | None = None
     results_dir: str | None = None
     experiment_name: str | None = None
@@ -98,7 +98,9 @@ def _score_batches(
     totals, kept, first = Totals(), [], None
     report = None
     if config.plots:
-        report = ReportBuilder(config.options, config.output_col, config.expected_col, config.id_col)
+        report = ReportBuilder(
+            config.options, config.output_col, config.expected_col, config.id_col
+        )
     try:
         for batch in table.batches(batch_rows):
             if first is None:
@@ -142,8 +144,12 @@ def _to_arrow(results: pd.DataFrame) -> pa.Table:
     try:
         return pa.Table.from_pandas(results, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        mixed = [c for c in results.columns if results[c].dtype == object
-                 and pd.api.types.infer_dtype(results[c]).startswith("mixed")]
+        mixed = [
+            c
+            for c in results.columns
+            if results[c].dtype == object
+            and pd.api.types.infer_dtype(results[c]).startswith("mixed")
+        ]
         as_text = {c: results[c].map(lambda v: v if v is None else str(v)) for c in mixed}
         return pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
 
@@ -167,7 +173,9 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
         scored = _score_batches(table, config, path, None, progress)
     results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
     aggregates = scored.totals.aggregates()
-    reports = [] if scored.report is None else scored.report.write(path.parent, aggregates, table.source)
+    reports = (
+        [] if scored.report is None else scored.report.write(path.parent, aggregates, table.source)
+    )
     evaluation = Evaluation(
         source=table.source,
         dataset_name=table.name,

@@ -43,7 +43,9 @@ def _pair_score(a: float, b: float, floor: float) -> float:
     return min(1.0, max(0.0, raw)) if math.isfinite(raw) else 0.0
 
 
-def score(output: Any, expected: Any, options: Options | None = None, **overrides: Any) -> ScoreResult:
+def score(
+    output: Any, expected: Any, options: Options | None = None, **overrides: Any
+) -> ScoreResult:
     """Score one output against the expected value: one minus their relative difference.
 
     ``score = 1 - |a - b| / max(|a|, |b|, floor)``, clamped to [0, 1]; 1.0 is best. A side
@@ -100,7 +102,9 @@ def check_columns(columns: Any, output_col: str, expected_col: str) -> None:
     names = [str(c) for c in columns]
     duplicated = sorted({c for c in names if names.count(c) > 1})
     if duplicated:
-        raise InputError(f"duplicate column name {duplicated[0]!r}; every column needs its own name")
+        raise InputError(
+            f"duplicate column name {duplicated[0]!r}; every column needs its own name"
+        )
     for role, name in (("output", output_col), ("expected", expected_col)):
         if name not in names:
             existing = ", ".join(repr(c) for c in names) or "none"

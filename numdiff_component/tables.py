@@ -204,7 +204,8 @@ def _download(uri: str) -> str:
     import mlflow
 
     try:
-        return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tempfile.mkdtemp()))
+        local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tempfile.mkdtemp())
+        return str(local)
     except Exception as exc:  # MlflowException, OSError: all mean the artifact is not there
         raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
 

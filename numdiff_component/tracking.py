@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,15 +93,14 @@ def log_evaluation(
     complete: bool = True,
     run_name: str | None = None,
     experiment_name: str | None = None,
-    extra_artifacts: Callable[[], None] | None = None,
 ) -> str:
     """Log params, metrics, the input as a dataset and the results to an MLflow run; its id.
 
     The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. ``input_frame``
     is the input table, or its first rows when not ``complete`` (then only its schema is
     logged). ``results`` (the per-item frame) is logged as a table when not ``None``; the
-    complete Parquet copy is read from ``evaluation.results_dir``. Any tracking failure raises `TrackingError`, and the
-    run, when it was started, is marked FAILED.
+    complete Parquet copy is read from ``evaluation.results_dir``. Any tracking failure raises
+    `TrackingError`, and the run, when it was started, is marked FAILED.
     """
     for key, value in _HTTP_DEFAULTS.items():
         os.environ.setdefault(key, value)
@@ -119,16 +119,12 @@ def log_evaluation(
             mlflow.log_table(data=results, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
         for report in evaluation.reports:
             mlflow.log_artifact(str(report), artifact_path=PREFIX)
-        if extra_artifacts is not None:
-            extra_artifacts()
         mlflow.end_run()
         return str(run.info.run_id)
     except Exception as exc:
         if run is not None:
-            try:
+            with contextlib.suppress(Exception):  # the server is gone; nothing more can be told
                 mlflow.end_run(status="FAILED")
-            except Exception:  # the server is gone; nothing more can be told
-                pass
         raise TrackingError(
             f"could not log to MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
         ) from exc

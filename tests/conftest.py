@@ -39,7 +39,9 @@ def tracking_uri(
 
     # The copied store's Default experiment keeps its artifacts where the template was made:
     # each test logs to an experiment of its own with artifacts in its own folder.
-    experiment = MlflowClient(uri).create_experiment("tests", artifact_location=str(tmp_path / "artifacts"))
+    experiment = MlflowClient(uri).create_experiment(
+        "tests", artifact_location=str(tmp_path / "artifacts")
+    )
     monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
@@ -89,12 +91,22 @@ def mlflow_server(tmp_path: Path) -> Iterator[str]:
     log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [
-            os.path.join(BIN, "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-            "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
-            "--artifacts-destination", str(tmp_path / "server-artifacts"),
-            "--workers", "1",
+            os.path.join(BIN, "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path}/server.db",
+            "--artifacts-destination",
+            str(tmp_path / "server-artifacts"),
+            "--workers",
+            "1",
         ],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:

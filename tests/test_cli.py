@@ -31,7 +31,10 @@ def test_help_does_not_import_mlflow() -> None:
 
 def test_module_entry_point_runs() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "numdiff_component", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "score" in out.stdout
 
@@ -52,12 +55,14 @@ def test_score_sample_logs_and_summarises(tracking_uri: str, tmp_path: Path) -> 
 
 
 def test_quiet_prints_nothing(tracking_uri: str, tmp_path: Path) -> None:
-    code, out, err = run("score", "-q", "--results-dir", str(tmp_path))
+    code, out, _ = run("score", "-q", "--results-dir", str(tmp_path))
     assert (code, out) == (0, "")
 
 
 @pytest.mark.parametrize(("fail_under", "exit_code"), [("0.5", 0), ("0.99", 1)])
-def test_fail_under_is_a_quality_gate(tracking_uri: str, tmp_path: Path, fail_under: str, exit_code: int) -> None:
+def test_fail_under_is_a_quality_gate(
+    tracking_uri: str, tmp_path: Path, fail_under: str, exit_code: int
+) -> None:
     code, _, err = run("score", "-q", "--fail-under", fail_under, "--results-dir", str(tmp_path))
     assert code == exit_code
     assert ("below --fail-under" in err) == (exit_code == 1)
@@ -73,20 +78,53 @@ BAD_INPUTS = {
     "missing file": (lambda d: str(d / "nope.csv"), [], "predictions file not found: '"),
     "a directory": (lambda d: str(d), [], "is a directory"),
     "corrupt parquet": (lambda d: _write(d / "t.parquet", b"PAR1 not really"), [], "cannot read '"),
-    "unknown format": (lambda d: _write(d / "t.txt", "output,expected\n1,1\n"), [], "cannot tell the format"),
-    "bad --format": (lambda d: _write(d / "t.csv", "output,expected\n1,1\n"), ["--format", "xls"], "format must be one of"),
+    "unknown format": (
+        lambda d: _write(d / "t.txt", "output,expected\n1,1\n"),
+        [],
+        "cannot tell the format",
+    ),
+    "bad --format": (
+        lambda d: _write(d / "t.csv", "output,expected\n1,1\n"),
+        ["--format", "xls"],
+        "format must be one of",
+    ),
     "missing column": (
-        lambda d: _write(d / "t.csv", "answer,expected\n1,1\n"), [],
+        lambda d: _write(d / "t.csv", "answer,expected\n1,1\n"),
+        [],
         "output column 'output' not found; the columns are: 'answer', 'expected'",
     ),
-    "missing id column": (lambda d: _write(d / "t.csv", "output,expected\n1,1\n"), ["--id-col", "qid"], "id column 'qid' not found"),
+    "missing id column": (
+        lambda d: _write(d / "t.csv", "output,expected\n1,1\n"),
+        ["--id-col", "qid"],
+        "id column 'qid' not found",
+    ),
     "empty table": (lambda d: _write(d / "t.csv", "output,expected\n"), [], "no rows to score"),
-    "threshold out of domain": (lambda d: "", ["--threshold", "1.5"], "threshold must be a number between 0 and 1, got 1.5"),
+    "threshold out of domain": (
+        lambda d: "",
+        ["--threshold", "1.5"],
+        "threshold must be a number between 0 and 1, got 1.5",
+    ),
     "floor out of domain": (lambda d: "", ["--floor", "-1"], "floor must be a number >= 0"),
-    "pick out of domain": (lambda d: "", ["--pick", "middle"], "pick must be one of 'first', 'last', got 'middle'"),
-    "percent out of domain": (lambda d: "", ["--percent", "x"], "percent must be one of 'keep', 'fraction'"),
-    "fail-under out of domain": (lambda d: "", ["--fail-under", "2"], "--fail-under must be a rate between 0 and 1"),
-    "result column clash": (lambda d: _write(d / "t.csv", "output,expected,score\n1,1,1\n"), [], "input column 'score' has the name of a result column"),
+    "pick out of domain": (
+        lambda d: "",
+        ["--pick", "middle"],
+        "pick must be one of 'first', 'last', got 'middle'",
+    ),
+    "percent out of domain": (
+        lambda d: "",
+        ["--percent", "x"],
+        "percent must be one of 'keep', 'fraction'",
+    ),
+    "fail-under out of domain": (
+        lambda d: "",
+        ["--fail-under", "2"],
+        "--fail-under must be a rate between 0 and 1",
+    ),
+    "result column clash": (
+        lambda d: _write(d / "t.csv", "output,expected,score\n1,1,1\n"),
+        [],
+        "input column 'score' has the name of a result column",
+    ),
     "pickle": (lambda d: _write(d / "t.pkl", b"\x80\x04."), [], "pickle file, which is not read"),
     "json not a table": (lambda d: _write(d / "t.json", "42"), [], "cannot read '"),
 }
@@ -99,8 +137,11 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     source = make(tmp_path / "in")
     args = ["score", *([source] if source else []), *extra, "--results-dir", str(tmp_path / "res")]
     proc = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", *args], capture_output=True, text=True,
-        env={**os.environ, "NUMDIFF_TRACEBACK": ""}, timeout=120,
+        [sys.executable, "-m", "numdiff_component", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NUMDIFF_TRACEBACK": ""},
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -113,10 +154,15 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
 def test_every_format_is_read(fmt: str, tmp_path: Path, tracking_uri: str) -> None:
     df = pd.DataFrame({"id": ["a", "b"], "output": ["about 3", "007"], "expected": ["3", "7"]})
     path = tmp_path / f"t.{fmt}"
-    {"csv": lambda: df.to_csv(path, index=False), "parquet": lambda: df.to_parquet(path),
-     "json": lambda: df.to_json(path, orient="records"),
-     "jsonl": lambda: df.to_json(path, orient="records", lines=True)}[fmt]()
-    code, _, err = run("score", str(path), "-q", "--id-col", "id", "--results-dir", str(tmp_path / "res"))
+    {
+        "csv": lambda: df.to_csv(path, index=False),
+        "parquet": lambda: df.to_parquet(path),
+        "json": lambda: df.to_json(path, orient="records"),
+        "jsonl": lambda: df.to_json(path, orient="records", lines=True),
+    }[fmt]()
+    code, _, err = run(
+        "score", str(path), "-q", "--id-col", "id", "--results-dir", str(tmp_path / "res")
+    )
     assert code == 0, err
     out = pd.read_parquet(tmp_path / "res" / "results.parquet")
     assert list(out["id"]) == ["a", "b"] and list(out["output"]) == ["about 3", "007"]

@@ -38,8 +38,17 @@ def numdiff(
     """``python -m numdiff_component score ARGS`` in a child process, within `BOUND` seconds."""
     return subprocess.run(
         [sys.executable, "-m", "numdiff_component", "score", *args],
-        capture_output=True, text=True, timeout=BOUND, preexec_fn=preexec_fn, cwd=cwd,
-        env={**os.environ, "NUMDIFF_TRACEBACK": "", "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        preexec_fn=preexec_fn,
+        cwd=cwd,
+        env={
+            **os.environ,
+            "NUMDIFF_TRACEBACK": "",
+            "MLFLOW_DISABLE_TELEMETRY": "true",
+            **(env or {}),
+        },
     )
 
 
@@ -101,12 +110,16 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
         _file("t.csv", "id,output,expected\nr1,1,1\nr2,2,2,2\nr3,3\n"),
         "as csv: CSV parse error: Expected 3 columns, got 4",
     ),
-    "json object of scalars": (_file("t.json", '{"a": 1}'), "as json: not a table; give a list of records"),
+    "json object of scalars": (
+        _file("t.json", '{"a": 1}'),
+        "as json: not a table; give a list of records",
+    ),
     "json list of numbers": (_file("t.json", "[1, 2, 3]"), "as json: not a table"),
     "json list of arrays": (_file("t.json", '[["1", "1"], ["2", "2"]]'), "as json: not a table"),
     "json lines of numbers": (_file("t.jsonl", "1\n2\n"), "as jsonl: not a table"),
     "duplicate column names": (
-        _file("t.csv", "output,expected,output\n1,1,2\n"), "duplicate column name 'output'",
+        _file("t.csv", "output,expected,output\n1,1,2\n"),
+        "duplicate column name 'output'",
     ),
     # Decoding with replacement characters would silently change the user's text: refused.
     "csv not utf-8": (
@@ -118,7 +131,8 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
         "it is not valid UTF-8: byte 0xff on line 2",
     ),
     "json not utf-8": (
-        _file("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'), "it is not valid UTF-8",
+        _file("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'),
+        "it is not valid UTF-8",
     ),
 }
 
@@ -131,7 +145,8 @@ def test_bad_file_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     proc = numdiff(str(source), "--results-dir", str(tmp_path / "res"))
     line = one_line_error(proc, 2, message)
     assert proc.stdout == ""
-    assert repr(str(source)) in line  # the message names the file
+    if message.startswith("as "):  # a read error names the file
+        assert f"cannot read {str(source)!r} {message}" in line
     assert not (tmp_path / "res" / RESULTS).exists()
 
 
@@ -143,7 +158,12 @@ def test_bad_row_deep_in_a_streamed_file_leaves_no_results(tmp_path: Path) -> No
     seen: list[int] = []
     with pytest.raises(InputError, match=r"not valid UTF-8: byte 0xe9 on line 3002"):
         run_job(
-            JobConfig(predictions=str(source), results_dir=str(tmp_path / "res"), track=False, batch_rows=7),
+            JobConfig(
+                predictions=str(source),
+                results_dir=str(tmp_path / "res"),
+                track=False,
+                batch_rows=7,
+            ),
             progress=seen.append,
         )
     assert seen and seen[-1] > 100  # batches were scored and written before the failure
@@ -159,7 +179,10 @@ def test_missing_runs_artifact(tracking_uri: str, tmp_path: Path) -> None:
     uri = f"runs:/{run.info.run_id}/predictions.csv"
     proc = numdiff(uri, "--results-dir", str(tmp_path / "res"), cwd=tmp_path)
     one_line_error(proc, 2, f"cannot download {uri!r}", "predictions.csv")
-    assert numdiff(f"runs:/{run.info.run_id}/other.csv", "-q", "--no-plots", cwd=tmp_path).returncode == 0
+    assert (
+        numdiff(f"runs:/{run.info.run_id}/other.csv", "-q", "--no-plots", cwd=tmp_path).returncode
+        == 0
+    )
 
 
 def _drop_read_rights() -> Callable[[], None] | None:
@@ -173,8 +196,11 @@ def _drop_read_rights() -> Callable[[], None] | None:
     if os.geteuid() != 0:
         return None
     probe = subprocess.run(
-        [sys.executable, "-c", "import numdiff_component, mlflow"], capture_output=True,
-        preexec_fn=_become_nobody, cwd="/", timeout=BOUND,
+        [sys.executable, "-c", "import numdiff_component, mlflow"],
+        capture_output=True,
+        preexec_fn=_become_nobody,
+        cwd="/",
+        timeout=BOUND,
     )
     return _become_nobody if probe.returncode == 0 else _drop_dac_capabilities
 
@@ -209,11 +235,16 @@ def test_file_without_read_permission(open_folder: Path) -> None:
     source.chmod(0o000)  # anyone may look inside the folder, nobody may read the file
     drop = _drop_read_rights()
     check = subprocess.run(
-        [sys.executable, "-c", f"open({str(source)!r}).read()"], capture_output=True, text=True,
-        preexec_fn=drop, timeout=BOUND,
+        [sys.executable, "-c", f"open({str(source)!r}).read()"],
+        capture_output=True,
+        text=True,
+        preexec_fn=drop,
+        timeout=BOUND,
     )
     assert "Permission denied" in check.stderr, "the child can still read the file: no test"
-    proc = numdiff(str(source), "--results-dir", str(open_folder / "res"), preexec_fn=drop, cwd=Path("/"))
+    proc = numdiff(
+        str(source), "--results-dir", str(open_folder / "res"), preexec_fn=drop, cwd=Path("/")
+    )
     one_line_error(proc, 2, f"cannot read {str(source)!r}: permission denied")
 
 
@@ -222,17 +253,30 @@ def test_file_without_read_permission(open_folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def tracking_server(store: Path, artifacts: Path, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def tracking_server(
+    store: Path, artifacts: Path, log: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped."""
     port = free_port()
     with open(log, "ab") as out:
         process = subprocess.Popen(
             [
-                os.path.join(BIN, "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-                "--backend-store-uri", f"sqlite:///{store}", "--artifacts-destination", str(artifacts),
-                "--workers", "1",
+                os.path.join(BIN, "mlflow"),
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                f"sqlite:///{store}",
+                "--artifacts-destination",
+                str(artifacts),
+                "--workers",
+                "1",
             ],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
         )
         try:
@@ -258,11 +302,18 @@ def test_server_unreachable_from_the_start(tmp_path: Path) -> None:
     source.to_csv(tmp_path / "t.csv", index=False)
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     proc = numdiff(
-        str(tmp_path / "t.csv"), "-q", "--no-plots", "--results-dir", str(tmp_path / "res"),
+        str(tmp_path / "t.csv"),
+        "-q",
+        "--no-plots",
+        "--results-dir",
+        str(tmp_path / "res"),
         env={"MLFLOW_TRACKING_URI": url},
     )  # returns within BOUND: the retries are bounded (tracking._HTTP_DEFAULTS)
     one_line_error(
-        proc, 3, f"could not log to MLflow at {url}", "Connection refused",
+        proc,
+        3,
+        f"could not log to MLflow at {url}",
+        "Connection refused",
         f"the complete results are in {str(tmp_path / 'res' / RESULTS)!r}",
     )
     assert_complete(tmp_path / "res", source)
@@ -271,7 +322,9 @@ def test_server_unreachable_from_the_start(tmp_path: Path) -> None:
 def _runs(store: Path) -> list[tuple[str, str]]:
     """(run id, status) of every run in the server's sqlite store, read-only."""
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1)) as db:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1)
+        ) as db:
             return list(db.execute("SELECT run_uuid, status FROM runs"))
     except sqlite3.OperationalError:  # not created yet, or locked for a moment by the server
         return []
@@ -286,12 +339,21 @@ def _kill_server_once_running(
     source.to_csv(folder / "t.csv", index=False)
     store = folder / "server.db"
     args = [
-        sys.executable, "-m", "numdiff_component", "score", str(folder / "t.csv"), "-q",
-        "--no-plots", "--results-dir", str(folder / "res"),
+        sys.executable,
+        "-m",
+        "numdiff_component",
+        "score",
+        str(folder / "t.csv"),
+        "-q",
+        "--no-plots",
+        "--results-dir",
+        str(folder / "res"),
     ]
     with tracking_server(store, folder / "artifacts", tmp_path / "server.log") as (url, server):
         env = {**os.environ, "MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACEBACK": ""}
-        cli = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        cli = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         run_id = None
         try:
             deadline = time.monotonic() + BOUND
@@ -322,12 +384,20 @@ def test_server_killed_in_the_middle_of_a_run(tmp_path: Path) -> None:
             break
     else:
         pytest.fail(f"the run finished before the server could be killed: {proc.stderr}")
-    one_line_error(proc, 3, "could not log to MLflow", f"the complete results are in {str(folder / 'res' / RESULTS)!r}")
+    one_line_error(
+        proc,
+        3,
+        "could not log to MLflow",
+        f"the complete results are in {str(folder / 'res' / RESULTS)!r}",
+    )
     assert_complete(folder / "res", source)
     # A new server on the same store: the run is still RUNNING. Once its server is gone the
     # client cannot mark it FAILED (MLflow has no heartbeat to notice either), so the exit
     # code and the complete local results are the record of what happened.
-    with tracking_server(folder / "server.db", folder / "artifacts", tmp_path / "server.log") as (url, _):
+    with tracking_server(folder / "server.db", folder / "artifacts", tmp_path / "server.log") as (
+        url,
+        _,
+    ):
         from mlflow import MlflowClient
 
         assert MlflowClient(url).get_run(run_id).info.status == "RUNNING"
@@ -340,9 +410,16 @@ def test_server_refusing_artifacts_marks_the_run_failed(tmp_path: Path) -> None:
     source = table(500)
     source.to_csv(tmp_path / "t.csv", index=False)
     store = tmp_path / "server.db"
-    with tracking_server(store, tmp_path / "a-file" / "artifacts", tmp_path / "server.log") as (url, _):
+    with tracking_server(store, tmp_path / "a-file" / "artifacts", tmp_path / "server.log") as (
+        url,
+        _,
+    ):
         proc = numdiff(
-            str(tmp_path / "t.csv"), "-q", "--no-plots", "--results-dir", str(tmp_path / "res"),
+            str(tmp_path / "t.csv"),
+            "-q",
+            "--no-plots",
+            "--results-dir",
+            str(tmp_path / "res"),
             env={"MLFLOW_TRACKING_URI": url},
         )
         one_line_error(proc, 3, f"could not log to MLflow at {url}", "500 error responses")
@@ -373,12 +450,20 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs, mounted for the test and always unmounted."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True,
-        text=True, timeout=30,
-    ) if os.geteuid() == 0 else None
+    done = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if os.geteuid() == 0
+        else None
+    )
     if done is None or done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() if done else 'not root'}")
+        pytest.skip(
+            f"cannot mount a small tmpfs here: {done.stderr.strip() if done else 'not root'}"
+        )
     try:
         yield mount
     finally:
@@ -391,4 +476,3 @@ def test_full_disk_leaves_no_results_that_look_complete(tmp_path: Path, full_dis
     proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
     one_line_error(proc, 2, f"cannot write results to {str(results)!r}", "No space left on device")
     assert os.listdir(results) == []  # neither results.parquet nor .results.parquet.partial
-

@@ -17,7 +17,10 @@ N = 503
 TABLE = pd.DataFrame(
     {
         "id": [f"r{i}" for i in range(N)],
-        "output": [rng.choice([f"{x:.4g}", f"about {x:,.2f} units", "n/a", f"x=-{x:.3e}"]) for x in rng.normal(100, 50, N)],
+        "output": [
+            rng.choice([f"{x:.4g}", f"about {x:,.2f} units", "n/a", f"x=-{x:.3e}"])
+            for x in rng.normal(100, 50, N)
+        ],
         "expected": [f"{x:.5g}" for x in rng.normal(100, 50, N)],
     }
 )
@@ -40,7 +43,13 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
     options = Options(pick="last", threshold=0.9)
     seen: list[int] = []
     outcome = run_job(
-        JobConfig(predictions=source, options=options, results_dir=str(tmp_path / "res"), track=False, batch_rows=37),
+        JobConfig(
+            predictions=source,
+            options=options,
+            results_dir=str(tmp_path / "res"),
+            track=False,
+            batch_rows=37,
+        ),
         progress=seen.append,
     )
     whole = score_frame(TABLE, options=options)
@@ -60,16 +69,29 @@ def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_large_table_skips_the_json_copy_but_keeps_every_row(tmp_path: Path, tracking_uri: str) -> None:
+def test_large_table_skips_the_json_copy_but_keeps_every_row(
+    tmp_path: Path, tracking_uri: str
+) -> None:
     n = 100_001
-    pd.DataFrame({"output": np.arange(n).astype(str), "expected": np.arange(n)}).to_csv(tmp_path / "big.csv", index=False)
-    outcome = run_job(JobConfig(predictions=str(tmp_path / "big.csv"), results_dir=str(tmp_path / "res")))
+    pd.DataFrame({"output": np.arange(n).astype(str), "expected": np.arange(n)}).to_csv(
+        tmp_path / "big.csv", index=False
+    )
+    outcome = run_job(
+        JobConfig(predictions=str(tmp_path / "big.csv"), results_dir=str(tmp_path / "res"))
+    )
     assert outcome.run_id is not None
     client = MlflowClient()
     names = {f.path for f in client.list_artifacts(outcome.run_id, "numeric_diff")}
     assert "numeric_diff/results.parquet" in names and "numeric_diff/results.json" not in names
     assert {"numeric_diff/summary.md", "numeric_diff/score_histogram.png"} <= names
-    assert len(pd.read_parquet(client.download_artifacts(outcome.run_id, "numeric_diff/results.parquet"))) == n
+    assert (
+        len(
+            pd.read_parquet(
+                client.download_artifacts(outcome.run_id, "numeric_diff/results.parquet")
+            )
+        )
+        == n
+    )
     assert client.get_run(outcome.run_id).data.metrics["numeric_diff/pass_rate"] == 1.0
     (dataset,) = client.get_run(outcome.run_id).inputs.dataset_inputs
     assert dataset.dataset.name == "big"

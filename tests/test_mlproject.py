@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import click
 import pandas as pd
 import pytest
+import tomllib
 import yaml
 from mlflow import MlflowClient
 
@@ -51,7 +51,13 @@ def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
 
 
 def _mlflow_run(*params: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    args = [os.path.join(os.path.dirname(sys.executable), "mlflow"), "run", str(ROOT), "--env-manager", "local"]
+    args = [
+        os.path.join(os.path.dirname(sys.executable), "mlflow"),
+        "run",
+        str(ROOT),
+        "--env-manager",
+        "local",
+    ]
     for param in params:
         args += ["-P", param]
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
@@ -92,13 +98,21 @@ def test_mlflow_run_with_no_parameters_scores_the_sample(tracking_uri: str, tmp_
 def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path: Path) -> None:
     import mlflow
 
-    table = pd.DataFrame({"qid": ["a", "b", "c"], "answer": ["The total is 1,234.", "-7", "n/a"], "truth": ["1234", "7", "1"]})
+    table = pd.DataFrame(
+        {
+            "qid": ["a", "b", "c"],
+            "answer": ["The total is 1,234.", "-7", "n/a"],
+            "truth": ["1234", "7", "1"],
+        }
+    )
     path = tmp_path / "predictions.parquet"
     table.to_parquet(path)
     with mlflow.start_run() as upstream:
         mlflow.log_artifact(str(path), artifact_path="preds")
     uri = f"runs:/{upstream.info.run_id}/preds/predictions.parquet"
-    proc = _mlflow_run(f"predictions={uri}", "output_col=answer", "expected_col=truth", "id_col=qid", cwd=tmp_path)
+    proc = _mlflow_run(
+        f"predictions={uri}", "output_col=answer", "expected_col=truth", "id_col=qid", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = _check_run(_run_id(proc.stdout), 3, "predictions")
     assert list(results["label"]) == ["pass", "fail", "unparseable"]
@@ -109,9 +123,20 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path:
 def test_cli_logs_to_a_real_tracking_server(mlflow_server: str, tmp_path: Path) -> None:
     env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server}
     proc = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", "score", "--experiment-name", "over-http",
-         "--results-dir", str(tmp_path / "res")],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "numdiff_component",
+            "score",
+            "--experiment-name",
+            "over-http",
+            "--results-dir",
+            str(tmp_path / "res"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(mlflow_server)

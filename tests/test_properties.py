@@ -46,8 +46,15 @@ def test_equal_numbers_score_one(x: float, opts: Options) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(b=finite, steps=st.lists(st.floats(0, 1e300), min_size=2, max_size=2), up=st.booleans(), floor=st.floats(0, 10))
-def test_score_does_not_rise_as_the_difference_grows(b: float, steps: list[float], up: bool, floor: float) -> None:
+@given(
+    b=finite,
+    steps=st.lists(st.floats(0, 1e300), min_size=2, max_size=2),
+    up=st.booleans(),
+    floor=st.floats(0, 10),
+)
+def test_score_does_not_rise_as_the_difference_grows(
+    b: float, steps: list[float], up: bool, floor: float
+) -> None:
     near, far = sorted(steps)
     sign = 1 if up else -1
     a_near, a_far = b + sign * near, b + sign * far
@@ -59,8 +66,12 @@ def test_score_does_not_rise_as_the_difference_grows(b: float, steps: list[float
 
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.tuples(values, values), min_size=1, max_size=20), opts=options)
-def test_score_frame_equals_scoring_row_by_row(rows: list[tuple[object, object]], opts: Options) -> None:
-    frame = score_frame(pd.DataFrame(rows, columns=["output", "expected"], dtype=object), options=opts)
+def test_score_frame_equals_scoring_row_by_row(
+    rows: list[tuple[object, object]], opts: Options
+) -> None:
+    frame = score_frame(
+        pd.DataFrame(rows, columns=["output", "expected"], dtype=object), options=opts
+    )
     plain = [score(a, b, opts) for a, b in rows]
     assert frame["score"].tolist() == [r.score for r in plain]
     assert frame["passed"].tolist() == [r.passed for r in plain]
@@ -93,7 +104,7 @@ def test_adversarial_text_reads_as_the_contract_says(case: str) -> None:
 
 def test_a_10_mb_csv_cell_is_scored_like_any_other(tmp_path: Path) -> None:
     path = tmp_path / "big-cell.csv"
-    path.write_text("id,output,expected\na,\"" + "y" * (10 * MB) + " 42\",42\nb,7,7\n")
+    path.write_text('id,output,expected\na,"' + "y" * (10 * MB) + ' 42",42\nb,7,7\n')
     run_job(JobConfig(predictions=str(path), results_dir=str(tmp_path), track=False))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert out["id"].tolist() == ["a", "b"] and out["passed"].all()

@@ -43,12 +43,16 @@ ROWS = [
 
 
 @pytest.mark.parametrize(("output", "expected", "options", "value", "label"), ROWS)
-def test_score_rows(output: object, expected: object, options: dict, value: float, label: str) -> None:
+def test_score_rows(
+    output: object, expected: object, options: dict, value: float, label: str
+) -> None:
     result = score(output, expected, **options)
     assert result.score == pytest.approx(value, abs=1e-12)
     assert result.label == label
     assert result.passed == (label == "pass")
-    frame = score_frame(pd.DataFrame({"output": [output], "expected": [expected]}, dtype=object), **options)
+    frame = score_frame(
+        pd.DataFrame({"output": [output], "expected": [expected]}, dtype=object), **options
+    )
     assert frame["score"].iloc[0] == result.score
     assert frame["label"].iloc[0] == result.label
 
@@ -72,7 +76,9 @@ def test_result_is_immutable() -> None:
 
 
 def test_score_frame_keeps_rows_columns_and_order() -> None:
-    df = pd.DataFrame({"id": ["b", "a", "c"], "output": ["1", "x", "3"], "expected": [1, 2, 4]}, index=[10, 5, 7])
+    df = pd.DataFrame(
+        {"id": ["b", "a", "c"], "output": ["1", "x", "3"], "expected": [1, 2, 4]}, index=[10, 5, 7]
+    )
     before = df.copy()
     out = score_frame(df)
     pd.testing.assert_frame_equal(df, before)  # the input is not modified
@@ -85,7 +91,10 @@ def test_score_frame_keeps_rows_columns_and_order() -> None:
 @pytest.mark.parametrize(
     ("columns", "message"),
     [
-        (["out", "expected"], r"output column 'output' not found; the columns are: 'out', 'expected'"),
+        (
+            ["out", "expected"],
+            r"output column 'output' not found; the columns are: 'out', 'expected'",
+        ),
         (["output", "expected", "score"], r"input column 'score' has the name of a result column"),
         (["output", "output", "expected"], r"duplicate column name 'output'"),
     ],
@@ -97,7 +106,9 @@ def test_score_frame_column_errors(columns: list[str], message: str) -> None:
 
 
 def test_aggregate_definitions() -> None:
-    results = score_frame(pd.DataFrame({"output": ["10", "9", "?", "0"], "expected": ["10", "10", "1", "0"]}))
+    results = score_frame(
+        pd.DataFrame({"output": ["10", "9", "?", "0"], "expected": ["10", "10", "1", "0"]})
+    )
     agg = aggregate(results)
     assert list(agg) == list(AGGREGATE_NAMES)
     scores = np.array([1.0, 0.9, 0.0, 1.0])
@@ -106,12 +117,16 @@ def test_aggregate_definitions() -> None:
     assert agg["mae"] == pytest.approx(1 / 3)  # over the three rows with two numbers
     assert agg["mean_score_stderr"] == pytest.approx(scores.std(ddof=1) / 2)
     assert (agg["n_rows"], agg["n_unparseable"]) == (4, 1)
-    assert aggregate([score("10", "10"), score("9", "10"), score("?", "1"), score("0", "0")]) == pytest.approx(agg, nan_ok=True)
+    assert aggregate(
+        [score("10", "10"), score("9", "10"), score("?", "1"), score("0", "0")]
+    ) == pytest.approx(agg, nan_ok=True)
 
 
 def test_aggregate_edge_cases() -> None:
     one = aggregate(score_frame(pd.DataFrame({"output": ["x"], "expected": ["1"]})))
-    assert math.isnan(one["mae"]) and math.isnan(one["mean_score_stderr"]) and one["mean_score"] == 0.0
+    assert (
+        math.isnan(one["mae"]) and math.isnan(one["mean_score_stderr"]) and one["mean_score"] == 0.0
+    )
     with pytest.raises(InputError, match="no rows to score"):
         aggregate(score_frame(pd.DataFrame({"output": [], "expected": []})))
 
@@ -119,7 +134,14 @@ def test_aggregate_edge_cases() -> None:
 @settings(max_examples=50, deadline=None)
 @given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=60), cut=st.integers(0, 60))
 def test_totals_of_batches_equal_totals_of_all(scores: list[float], cut: int) -> None:
-    frame = pd.DataFrame({"score": scores, "passed": [s >= 0.5 for s in scores], "label": "pass", "abs_error": scores})
+    frame = pd.DataFrame(
+        {
+            "score": scores,
+            "passed": [s >= 0.5 for s in scores],
+            "label": "pass",
+            "abs_error": scores,
+        }
+    )
     whole = Totals.of(frame).aggregates()
     parts = (Totals.of(frame.iloc[:cut]) + Totals.of(frame.iloc[cut:])).aggregates()
     assert parts == pytest.approx(whole, nan_ok=True, rel=1e-9, abs=1e-12)
