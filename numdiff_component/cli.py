@@ -176,6 +176,13 @@ class _Progress:
     metavar="RATE",
     help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["pandas", "spark"]),
+    default="pandas",
+    show_default=True,
+    help="pandas: stream on this machine; spark: Spark (local[2], or the cluster of spark-submit).",
+)
 @click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @_guarded
@@ -194,6 +201,7 @@ def score(
     run_name: str | None,
     results_dir: str | None,
     fail_under: float,
+    engine: str,
     no_plots: bool,
     quiet: bool,
 ) -> None:
@@ -214,24 +222,30 @@ def score(
     )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
-    progress = None if quiet or not sys.stderr.isatty() else _Progress()
-    outcome = run_job(
-        JobConfig(
-            predictions=predictions or None,
-            output_col=output_col,
-            expected_col=expected_col,
-            id_col=id_col or None,
-            options=options,
-            format=fmt,
-            results_dir=results_dir,
-            experiment_name=experiment_name,
-            run_name=run_name,
-            plots=not no_plots,
-        ),
-        progress=progress,
+    config = JobConfig(
+        predictions=predictions or None,
+        output_col=output_col,
+        expected_col=expected_col,
+        id_col=id_col or None,
+        options=options,
+        format=fmt,
+        results_dir=results_dir,
+        experiment_name=experiment_name,
+        run_name=run_name,
+        plots=not no_plots,
     )
-    if progress is not None:
-        progress.done()
+    if engine == "spark":
+        import warnings
+
+        from numdiff_component.spark import run_spark_job
+
+        warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+        outcome: Any = run_spark_job(config)
+    else:
+        progress = None if quiet or not sys.stderr.isatty() else _Progress()
+        outcome = run_job(config, progress=progress)
+        if progress is not None:
+            progress.done()
     aggregates = outcome.evaluation.aggregates
     if not quiet:
         click.echo(f"numeric diff: {outcome.evaluation.source}")

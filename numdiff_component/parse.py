@@ -320,6 +320,8 @@ def _as_arrow(values: Any) -> pa.Array | None:
             array = pa.array(series, from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
             return None
+        if isinstance(array, pa.ChunkedArray):  # a pandas column Arrow holds in chunks
+            array = array.combine_chunks()
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 

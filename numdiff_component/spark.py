@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError, first_line
+from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.job import JobConfig, results_folder
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column
@@ -361,12 +361,15 @@ def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> Spark
     run_id = None
     if config.track:
         whole = pd.read_parquet(path) if evaluation.n_rows <= LOG_TABLE_MAX_ROWS else None
-        run_id = log_evaluation(
-            evaluation,
-            sample if whole is None else whole.drop(columns=list(RESULT_COLUMNS)),
-            whole,
-            complete=whole is not None,
-            run_name=config.run_name,
-            experiment_name=config.experiment_name,
-        )
+        try:
+            run_id = log_evaluation(
+                evaluation,
+                sample if whole is None else whole.drop(columns=list(RESULT_COLUMNS)),
+                whole,
+                complete=whole is not None,
+                run_name=config.run_name,
+                experiment_name=config.experiment_name,
+            )
+        except TrackingError as exc:  # say where the results are: the folder may be temporary
+            raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
     return SparkJobOutcome(evaluation, written, run_id)

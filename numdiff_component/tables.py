@@ -219,7 +219,10 @@ def _local_path(source: str) -> str | None:
 
 def _check_local(path: str, source: str) -> None:
     if os.path.isdir(path):
-        raise InputError(f"{source!r} is a directory; give a file ({', '.join(FORMATS)})")
+        raise InputError(
+            f"{source!r} is a directory; give a file ({', '.join(FORMATS)}), "
+            "or read a folder of files with --engine spark"
+        )
     if not os.path.exists(path):
         raise InputError(f"predictions file not found: {source!r}")
     if not os.access(path, os.R_OK):

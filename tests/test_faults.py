@@ -195,13 +195,16 @@ def _drop_read_rights() -> Callable[[], None] | None:
     """
     if os.geteuid() != 0:
         return None
-    probe = subprocess.run(
-        [sys.executable, "-c", "import numdiff_component, mlflow"],
-        capture_output=True,
-        preexec_fn=_become_nobody,
-        cwd="/",
-        timeout=BOUND,
-    )
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import numdiff_component, mlflow"],
+            capture_output=True,
+            preexec_fn=_become_nobody,
+            cwd="/",
+            timeout=BOUND,
+        )
+    except PermissionError:  # nobody cannot even reach the interpreter
+        return _drop_dac_capabilities
     return _become_nobody if probe.returncode == 0 else _drop_dac_capabilities
 
 
@@ -319,15 +322,21 @@ def test_server_unreachable_from_the_start(tmp_path: Path) -> None:
     assert_complete(tmp_path / "res", source)
 
 
-def _runs(store: Path) -> list[tuple[str, str]]:
-    """(run id, status) of every run in the server's sqlite store, read-only."""
+def _logging_run(store: Path) -> str | None:
+    """A run of the server's sqlite store (read-only) that is RUNNING and has its metrics: the
+    client holds the run and is logging the dataset and the results."""
+    query = (
+        "SELECT run_uuid FROM runs WHERE status = 'RUNNING' "
+        "AND run_uuid IN (SELECT run_uuid FROM metrics)"
+    )
     try:
         with contextlib.closing(
             sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1)
         ) as db:
-            return list(db.execute("SELECT run_uuid, status FROM runs"))
+            row = db.execute(query).fetchone()
     except sqlite3.OperationalError:  # not created yet, or locked for a moment by the server
-        return []
+        return None
+    return None if row is None else str(row[0])
 
 
 def _kill_server_once_running(
@@ -358,7 +367,7 @@ def _kill_server_once_running(
         try:
             deadline = time.monotonic() + BOUND
             while run_id is None and cli.poll() is None and time.monotonic() < deadline:
-                run_id = next((r for r, status in _runs(store) if status == "RUNNING"), None)
+                run_id = _logging_run(store)
                 time.sleep(0.02)
             if run_id is not None:
                 kill_group(server)

@@ -401,3 +401,52 @@ def test_run_spark_job_end_to_end(
     )
     assert any(p.path.endswith(".parquet") for p in parts)
     assert len(pd.read_parquet(local)) == N
+
+
+def test_pyfunc_model_as_a_spark_udf(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mlflow
+
+    from numdiff_component.pyfunc import log_numeric_diff_model
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    info = log_numeric_diff_model(threshold=0.9)
+    rows = pd.DataFrame(
+        {
+            "output": ["It is 41.", "x=-3", "twelve", "1,234.5"],
+            "expected": ["42", "-3", "12", "1234"],
+        }
+    )
+    udf = mlflow.pyfunc.spark_udf(
+        spark,
+        info.model_uri,
+        env_manager="local",
+        result_type="score double, passed boolean, label string, "
+        "output_value double, expected_value double, abs_error double",
+    )
+    sdf = (
+        spark.createDataFrame(rows)
+        .withColumn("r", udf("output", "expected"))
+        .select("output", "r.*")
+    )
+    got = collect(sdf).set_index("output").loc[rows["output"]]
+    want = score_frame(rows, threshold=0.9)
+    np.testing.assert_array_equal(got["score"].to_numpy(float), want["score"].to_numpy(float))
+    assert got["label"].tolist() == want["label"].tolist()
+
+
+def test_cli_engine_spark(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from numdiff_component.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    result = CliRunner().invoke(
+        cli, ["score", "--engine", "spark", "--results-dir", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    written = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert len(written) == len(load_table()) and "mean_score" in result.stdout
