@@ -216,7 +216,8 @@ def test_typed_columns_read_as_their_values(column: object) -> None:
 def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"output": ["about 3", "x=-3"] * 3}), tmp_path / "f.parquet", row_group_size=2)
+    table = pa.table({"output": ["about 3", "x=-3"] * 3})
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=2)
     column = pd.read_parquet(tmp_path / "f.parquet")["output"]
     for pick in ("first", "last"):
         assert parse_column(column, pick=pick).tolist() == [3.0, -3.0] * 3
