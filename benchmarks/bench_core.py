@@ -99,28 +99,22 @@ def extract_floor(df: pd.DataFrame) -> np.ndarray:
 
 
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"
+AUTOEVALS = "(c) autoevals.NumericDiff loop on floats"
 
 
-def best_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
-def autoevals_rate(df: pd.DataFrame, m: int, repeat: int) -> float:
+def autoevals_loop(df: pd.DataFrame, m: int) -> Callable[[], list[float]]:
     from autoevals import NumericDiff
 
     scorer = NumericDiff()
     a = [float(x) for x in df["output"][:m]]
     b = [float(x) for x in df["expected"][:m]]
-
-    def loop() -> list[float]:
-        return [scorer.eval(output=x, expected=y).score for x, y in zip(a, b, strict=True)]
-
-    return m / best_time(loop, max(1, repeat // 2))
+    return lambda: [scorer.eval(output=x, expected=y).score for x, y in zip(a, b, strict=True)]
 
 
 def main() -> None:
@@ -133,36 +127,38 @@ def main() -> None:
 
     clean, prose = frame("clean", n, seed=1), frame("prose", n, seed=2)
     m = min(n, args.autoevals_rows)
-    # Each measurement alternates with its baseline, so that a busy machine slows both alike.
-    runs: dict[str, Callable[[], object]] = {
-        "score_frame, clean": lambda: score_frame(clean),
-        "floor (a): cast + arithmetic, clean": lambda: cast_floor(clean),
-        "score_frame, prose": lambda: score_frame(prose),
-        PROSE_FLOOR: lambda: extract_floor(prose),
+    # Each measurement alternates with its baselines, so that a busy machine slows all alike.
+    runs: dict[str, tuple[Callable[[], object], int]] = {
+        "score_frame, clean": (lambda: score_frame(clean), n),
+        "floor (a): cast + arithmetic, clean": (lambda: cast_floor(clean), n),
+        "score_frame, prose": (lambda: score_frame(prose), n),
+        PROSE_FLOOR: (lambda: extract_floor(prose), n),
+        AUTOEVALS: (autoevals_loop(clean, m), m),
     }
     best = {name: float("inf") for name in runs}
     for _ in range(r):
-        for name, fn in runs.items():
-            best[name] = min(best[name], best_time(fn, 1))
-    rate = {name: n / seconds for name, seconds in best.items()}
-    rate["(c) autoevals.NumericDiff loop on floats"] = autoevals_rate(clean, m, r)
+        for name, (fn, _rows) in runs.items():
+            best[name] = min(best[name], seconds(fn))
+    rate = {name: rows / best[name] for name, (_fn, rows) in runs.items()}
     unparseable = int((score_frame(prose)["label"] == "unparseable").sum())
-    print(f"rows: {n:,} per table (prose: {unparseable:,} rows unparseable); best of {r}")
+    print(f"rows: {n:,} per table (prose: {unparseable:,} unparseable); autoevals on {m:,} rows")
+    print(f"best of {r} runs, each alternating with the others")
     print(f"{'what':<52} {'rows/s':>12}")
     for name, value in rate.items():
         print(f"{name:<52} {value:>12,.0f}")
     clean_rate, prose_rate = rate["score_frame, clean"], rate["score_frame, prose"]
-    auto = rate["(c) autoevals.NumericDiff loop on floats"]
+    auto = rate[AUTOEVALS]
     checks = [
         ("(a) clean / cast floor", clean_rate / rate["floor (a): cast + arithmetic, clean"], 0.4),
         ("(b) prose / extract+cast floor", prose_rate / rate[PROSE_FLOOR], 0.8),
         ("(c) clean / autoevals", clean_rate / auto, 10.0),
-        ("(c) prose / autoevals", prose_rate / auto, 10.0),
+        ("(c) prose / autoevals (no target: autoevals reads no text)", prose_rate / auto, 0.0),
     ]
-    print(f"\n{'ratio':<52} {'value':>6} {'target':>8}")
+    print(f"\n{'ratio':<60} {'value':>6} {'target':>8}")
     for name, value, target in checks:
-        verdict = "ok" if value >= target else "MISS"
-        print(f"{name:<52} {value:>6.2f} {'>= ' + format(target, 'g'):>8} {verdict}")
+        verdict = "" if not target else "ok" if value >= target else "MISS"
+        goal = f">= {target:g}" if target else "-"
+        print(f"{name:<60} {value:>6.2f} {goal:>8} {verdict}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import pandas as pd
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking import PREFIX, RESULTS_PARQUET
+from numdiff_component.tracking import PREFIX, RESULTS_PARQUET, experiment_id
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _EXACT_MAX_PAIRS = 5_000  # above this, the binomial tail is summed in log space
@@ -85,8 +85,10 @@ class Comparison:
             "n_pairs": len(self.rows),
             "n_expected_differ": self.n_expected_differ,
             "aggregates": {
-                name: {k: _json_number(int(v) if name.startswith("n_") else v)
-                       for k, v in values.items()}
+                name: {
+                    k: _json_number(int(v) if name.startswith("n_") else v)
+                    for k, v in values.items()
+                }
                 for name, values in self.aggregates.items()
             },
             "test": {
@@ -179,8 +181,10 @@ def align(
     only_a = ids_a[position < 0]
     only_b = ids_b.difference(ids_a, sort=False)
     if len(only_a) or len(only_b):
-        examples = [f"{len(ids):,} only in {side}" + (f" (e.g. {ids[0]!r})" if len(ids) else "")
-                    for side, ids in (("A", only_a), ("B", only_b))]
+        examples = [
+            f"{len(ids):,} only in {side}" + (f" (e.g. {ids[0]!r})" if len(ids) else "")
+            for side, ids in (("A", only_a), ("B", only_b))
+        ]
         raise InputError(
             f"the runs hold different items by {id_col!r}: {examples[0]}, {examples[1]}; "
             "compare needs the same ids on both sides"
@@ -217,8 +221,11 @@ def compare_results(
     rows["score_change"] = change
     agg_a, agg_b = aggregate(a), aggregate(b)
     aggregates = {
-        name: {"a": float(agg_a[name]), "b": float(agg_b[name]),
-               "diff": float(agg_b[name]) - float(agg_a[name])}
+        name: {
+            "a": float(agg_a[name]),
+            "b": float(agg_b[name]),
+            "diff": float(agg_b[name]) - float(agg_a[name]),
+        }
         for name in agg_a
     }
     n = len(change)
@@ -255,8 +262,7 @@ def resolve_id_col(explicit: str | None, a: RunResults, b: RunResults) -> str | 
 def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) -> str:
     """The comparison as text for the terminal; row lists cut at ``limit`` rows."""
     summary = comparison.to_dict(limit)
-    how = (f"by id column {comparison.matched_by!r}" if comparison.matched_by
-           else "by row position")
+    how = f"by id column {comparison.matched_by!r}" if comparison.matched_by else "by row position"
     lines = [
         "numeric diff comparison",
         f"  A  {a}",
@@ -297,8 +303,10 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
         if not shown:
             lines.append("    none")
             continue
-        lines.append(f"    {'id':<16} {'score A':>9} {'score B':>9} "
-                     f"{'output A':>12} {'output B':>12} {'expected':>12}")
+        lines.append(
+            f"    {'id':<16} {'score A':>9} {'score B':>9} "
+            f"{'output A':>12} {'output B':>12} {'expected':>12}"
+        )
         for row in shown:
             lines.append(
                 f"    {str(row['id'])[:16]:<16} {_text_number('s', row['score_a']):>9} "
@@ -386,21 +394,16 @@ def log_comparison(
         if values["diff"] is not None
     }
     test = summary["test"]
-    metrics.update({
-        "compare/p_value": test["p_value"],
-        "compare/n_regressed": test["n_regressed"],
-        "compare/n_improved": test["n_improved"],
-    })
+    metrics.update(
+        {
+            "compare/p_value": test["p_value"],
+            "compare/n_regressed": test["n_regressed"],
+            "compare/n_improved": test["n_improved"],
+        }
+    )
     try:
-        experiment_id = None
-        if experiment_name:  # not mlflow.set_experiment: that would stay set for the process
-            client = mlflow.MlflowClient()
-            found = client.get_experiment_by_name(experiment_name)
-            experiment_id = found.experiment_id if found else client.create_experiment(
-                experiment_name
-            )
         name = f"compare {a[:8]} {b[:8]}"
-        with mlflow.start_run(run_name=name, experiment_id=experiment_id) as run:
+        with mlflow.start_run(run_name=name, experiment_id=experiment_id(experiment_name)) as run:
             mlflow.log_params({"compare/run_a": a, "compare/run_b": b})
             mlflow.log_metrics(metrics)
             mlflow.log_text(json.dumps(summary, indent=2), "compare/comparison.json")

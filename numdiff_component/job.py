@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
-from numdiff_component.report import ReportBuilder
+from numdiff_component.report import HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, ReportBuilder
 from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, Table, open_table
 from numdiff_component.tracking import (
@@ -160,6 +160,23 @@ def _check_id_column(batch: pd.DataFrame, id_col: str | None) -> None:
         raise InputError(f"id column {id_col!r} not found; the columns are: {existing}")
 
 
+def _write_report(
+    report: ReportBuilder | None, path: Path, aggregates: dict[str, float], source: str
+) -> list[Path]:
+    """The plots and summary next to the results; on a write error (a full disk) none is left."""
+    if report is None:
+        return []
+    try:
+        return report.write(path.parent, aggregates, source)
+    except OSError as exc:
+        for name in (HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD):
+            (path.parent / name).unlink(missing_ok=True)
+        raise InputError(
+            f"cannot write the report to {str(path.parent)!r}: {exc}; "
+            f"the complete results are in {str(path)!r}"
+        ) from exc
+
+
 def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) -> JobOutcome:
     """Score the table batch by batch into the local results folder, then log to MLflow.
 
@@ -173,9 +190,7 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
         scored = _score_batches(table, config, path, None, progress)
     results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
     aggregates = scored.totals.aggregates()
-    reports = (
-        [] if scored.report is None else scored.report.write(path.parent, aggregates, table.source)
-    )
+    reports = _write_report(scored.report, path, aggregates, table.source)
     evaluation = Evaluation(
         source=table.source,
         dataset_name=table.name,

@@ -182,20 +182,40 @@ def _scan_regex(decimal_comma: bool) -> str:
     )
 
 
-def _to_float(tokens: pa.Array, decimal_comma: bool) -> np.ndarray:
-    group, point = _separators(decimal_comma)
-    text = pc.replace_substring(tokens, group, "")
-    if point != ".":
-        text = pc.replace_substring(text, point, ".")
+def _cast(text: pa.Array) -> np.ndarray:
     try:
         values = pc.cast(text, pa.float64())
     except pa.ArrowInvalid:  # only an exponent's U+2212 fails here: rare, so only then replaced
         values = pc.cast(pc.replace_substring(text, "\u2212", "-"), pa.float64())
-    return np.array(values.to_numpy(zero_copy_only=False), dtype=float)
+    return values.to_numpy(zero_copy_only=False, writable=True)
+
+
+def _to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.ndarray:
+    """Values of tokens; ``grouped`` marks those holding a grouping separator."""
+    group, point = _separators(decimal_comma)
+    if point != ".":
+        text = pc.replace_substring(pc.replace_substring(tokens, group, ""), point, ".")
+        return _cast(text)
+    values = np.empty(len(tokens))
+    # Most tokens have no separator: they are cast as they are, without a replacing pass.
+    values[~grouped] = _cast(tokens.filter(~grouped))
+    if grouped.any():
+        values[grouped] = _cast(pc.replace_substring(tokens.filter(grouped), group, ""))
+    return values
 
 
 def _mask(condition: pa.Array) -> np.ndarray:
     return np.asarray(condition.fill_null(False), dtype=bool)
+
+
+def _last_byte(strings: pa.Array) -> np.ndarray:
+    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    _, offsets_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
+    nonempty = offsets[1:] > offsets[:-1]
+    return np.where(nonempty, data[np.maximum(offsets[1:] - 1, 0)], 0)
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
@@ -206,18 +226,19 @@ def _alnum_mask(chars: pa.Array) -> np.ndarray:
 
 
 def _signed_values(
-    head: pa.Array, tok: pa.Array, pct: pa.Array | None, opts: Options
+    head: pa.Array, values: np.ndarray, pct: pa.Array | None, opts: Options
 ) -> np.ndarray:
-    """Values of the tokens, with the sign that ends ``head`` when it belongs (see SPEC §1)."""
-    values = _to_float(tok, opts.decimal_comma)
+    """The values with the sign that ends ``head`` when it belongs (see SPEC §1)."""
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
-    minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
-    if minus.any():  # the context character is only looked at where a minus ends the head
-        head = head.filter(minus)
+    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at.
+    rows = np.flatnonzero(np.isin(_last_byte(head), (0x2D, 0x92)))
+    if len(rows):
+        head = head.take(rows)
+        minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
         at_start = np.asarray(pc.utf8_length(head)) == 1
-        before = pc.utf8_slice_codeunits(head, -2, -1)
-        negate = np.flatnonzero(minus)[at_start | ~_alnum_mask(before)]
+        before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
+        negate = rows[minus & (at_start | ~before)]
         values[negate] = -values[negate]
     return values
 
@@ -238,26 +259,35 @@ def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
         parts = parts.filter(found)
         head, tok, pct = parts.field("pre"), parts.field("tok"), parts.field("pct")
     out = np.full(len(text), np.nan)
-    out[found] = _signed_values(head, tok, pct if opts.percent == "fraction" else None, opts)
+    grouped = _mask(pc.match_substring(tok, _separators(opts.decimal_comma)[0]))
+    values = _to_float(tok, opts.decimal_comma, grouped)
+    out[found] = _signed_values(head, values, pct if opts.percent == "fraction" else None, opts)
     return out
 
 
 def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     """The column through Arrow's float parser, when every string is one it accepts.
 
-    Exact for ``decimal_comma=False``: every string that Arrow parses to a finite float is
-    ``[+-]`` and one whole token without grouping, which the grammar reads as the same float
-    (a ``+``/``-`` at the start belongs to the token). Its other strings (``inf``, ``nan``,
-    ``nan(12)``, ``1e999``) are given back as NaN for the caller to read again.
+    Exact: every string that Arrow parses to a finite float is ``[+-]`` and one whole token
+    without grouping, which the grammar reads as the same float (a ``+``/``-`` at the start
+    belongs to the token). Its other strings (``inf``, ``nan``, ``nan(12)``, ``1e999``) are
+    given back as NaN for the caller to read again. With ``decimal_comma``, a column with no
+    ``.`` at all is read with its ``,`` made a ``.``: there ``,`` can only be the point.
     """
-    if opts.decimal_comma:
-        return None
+
+    def cast(strings: pa.Array) -> pa.Array:
+        if opts.decimal_comma:
+            strings = pc.replace_substring(strings, ",", ".")
+        return pc.cast(strings, pa.float64())
+
     try:  # a failing cast is slow (an error per row): try the first rows alone first
-        pc.cast(text.slice(0, 1000), pa.float64())
-        values = pc.cast(text, pa.float64())
+        cast(text.slice(0, 1000))
+        if opts.decimal_comma and pc.any(pc.match_substring(text, ".")).as_py():
+            return None
+        values = cast(text)
     except pa.ArrowInvalid:
         return None
-    return np.array(values.to_numpy(zero_copy_only=False), dtype=float)
+    return values.to_numpy(zero_copy_only=False, writable=True)
 
 
 def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
@@ -269,18 +299,20 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     parts = pc.extract_regex(text, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     pre, tok = parts.field("pre"), parts.field("tok")
-    found = matched & ~_mask(pc.ends_with(pre, point))
+    found = matched & (_last_byte(pre) != ord(point))
     grouped = found & _mask(pc.match_substring(tok, group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
+        grouped &= found
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
     pct = parts.field("pct").filter(found) if opts.percent == "fraction" else None
-    values = np.full(len(text), np.nan)
-    values[found] = _signed_values(pre.filter(found), tok.filter(found), pct, opts)
-    return values, matched & ~found
+    values = _to_float(tok.filter(found), opts.decimal_comma, grouped[found])
+    out = np.full(len(text), np.nan)
+    out[found] = _signed_values(pre.filter(found), values, pct, opts)
+    return out, matched & ~found
 
 
 def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:

@@ -14,7 +14,6 @@ The model carries a copy of this package (``code_paths``), so it loads where
 from __future__ import annotations
 
 import contextlib
-import os
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from mlflow.types import ColSpec, Schema
 from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.options import Options
 from numdiff_component.scoring import score_frame
-from numdiff_component.tracking import _HTTP_DEFAULTS
+from numdiff_component.tracking import bound_http_retries, experiment_id
 
 INPUT_COLUMNS = ("output", "expected")
 OUTPUT_COLUMNS = ("score", "passed", "label", "output_value", "expected_value", "abs_error")
@@ -106,14 +105,13 @@ def log_numeric_diff_model(
     failure raises `TrackingError`.
     """
     opts = Options.of(None, **options)
-    for key, value in _HTTP_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    bound_http_retries()
     started = None
     try:
         if mlflow.active_run() is None:
-            if experiment_name:
-                mlflow.set_experiment(experiment_name)
-            started = mlflow.start_run(run_name=run_name)
+            started = mlflow.start_run(
+                run_name=run_name, experiment_id=experiment_id(experiment_name)
+            )
         info = mlflow.pyfunc.log_model(
             name=name,
             python_model=NumericDiffModel(opts),

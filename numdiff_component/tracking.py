@@ -24,6 +24,26 @@ LOG_TABLE_MAX_ROWS = 100_000
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
+def bound_http_retries() -> None:
+    """Cap MLflow's HTTP retries and timeout unless the user set them."""
+    for key, value in _HTTP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def experiment_id(name: str | None) -> str | None:
+    """The id of the experiment ``name``, made when missing (``None`` for no name).
+
+    Not ``mlflow.set_experiment``: that would stay set for the rest of the process.
+    """
+    if not name:
+        return None
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    found = client.get_experiment_by_name(name)
+    return found.experiment_id if found else client.create_experiment(name)
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """What one scoring job logs: where the table came from, how it was scored, what came out."""
@@ -102,15 +122,12 @@ def log_evaluation(
     complete Parquet copy is read from ``evaluation.results_dir``. Any tracking failure raises
     `TrackingError`, and the run, when it was started, is marked FAILED.
     """
-    for key, value in _HTTP_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    bound_http_retries()
     import mlflow
 
     run = None
     try:
-        if experiment_name:
-            mlflow.set_experiment(experiment_name)
-        run = mlflow.start_run(run_name=run_name)
+        run = mlflow.start_run(run_name=run_name, experiment_id=experiment_id(experiment_name))
         mlflow.log_params(params(evaluation))
         mlflow.log_metrics(metrics(evaluation.aggregates))
         mlflow.log_input(_dataset(input_frame, evaluation, complete), context="evaluation")

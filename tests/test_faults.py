@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,7 @@ import pytest
 
 from numdiff_component.errors import InputError
 from numdiff_component.job import JobConfig, run_job
+from numdiff_component.tables import open_table
 from tests.conftest import BIN, free_port, stop, wait_for_http
 
 RESULTS = "results.parquet"
@@ -179,10 +181,8 @@ def test_missing_runs_artifact(tracking_uri: str, tmp_path: Path) -> None:
     uri = f"runs:/{run.info.run_id}/predictions.csv"
     proc = numdiff(uri, "--results-dir", str(tmp_path / "res"), cwd=tmp_path)
     one_line_error(proc, 2, f"cannot download {uri!r}", "predictions.csv")
-    assert (
-        numdiff(f"runs:/{run.info.run_id}/other.csv", "-q", "--no-plots", cwd=tmp_path).returncode
-        == 0
-    )
+    # The run and its store are there: only the artifact named is missing.
+    assert list(open_table(f"runs:/{run.info.run_id}/other.csv").read()["output"]) == ["1"]
 
 
 def _drop_read_rights() -> Callable[[], None] | None:
@@ -280,7 +280,12 @@ def tracking_server(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
+            # No job execution: it starts eight helper processes and doubles the start-up time.
+            env={
+                **os.environ,
+                "MLFLOW_DISABLE_TELEMETRY": "true",
+                "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+            },
         )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -485,3 +490,27 @@ def test_full_disk_leaves_no_results_that_look_complete(tmp_path: Path, full_dis
     proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
     one_line_error(proc, 2, f"cannot write results to {str(results)!r}", "No space left on device")
     assert os.listdir(results) == []  # neither results.parquet nor .results.parquet.partial
+
+
+def test_full_disk_while_writing_the_report(tmp_path: Path, full_disk: Path) -> None:
+    """Room for the results but not for the plots: a clear error, the results kept, and no
+    report file (half-written or not) left behind."""
+    source = table(50)
+    source.to_csv(tmp_path / "t.csv", index=False)
+    probe = JobConfig(str(tmp_path / "t.csv"), results_dir=str(tmp_path / "p"), track=False)
+    run_job(replace(probe, plots=False))  # the size of the results file, on a roomy disk
+    block = os.statvfs(full_disk).f_frsize
+    room = ((tmp_path / "p" / RESULTS).stat().st_size // block + 2) * block
+    free = os.statvfs(full_disk).f_bavail * block
+    (full_disk / "filler").write_bytes(b"\0" * (free - room))
+    results = full_disk / "res"
+    proc = numdiff(str(tmp_path / "t.csv"), "-q", "--results-dir", str(results))
+    one_line_error(
+        proc,
+        2,
+        f"cannot write the report to {str(results)!r}",
+        "No space left on device",
+        f"the complete results are in {str(results / RESULTS)!r}",
+    )
+    assert os.listdir(results) == [RESULTS]
+    assert_complete(results, source)

@@ -115,8 +115,9 @@ texts = st.one_of(
 # grouping that is clean or not, a fraction, an exponent, a percent, more digits after), in
 # both separator conventions, so that `_lead_regex` rows and the rows it hands on are mixed.
 _CLEAN = r"[-+]?([0-9]{1,5}(\.[0-9]{0,3})?|\.[0-9]{1,3})([eE][-+]?[0-9]{1,3})?"
+_SWAP = st.sampled_from([{}, str.maketrans(",.", ".,")])  # either separator convention
 clean_texts = st.one_of(
-    st.from_regex(_CLEAN, fullmatch=True),
+    st.builds(str.translate, st.from_regex(_CLEAN, fullmatch=True), _SWAP),
     st.sampled_from(["inf", "-Infinity", "nan", "NaN", "nan(12)", "+nan", "1e999", "-1e-400"]),
 )
 _NUMBER = r"[0-9]{1,4}([,.][0-9]{1,4}){0,3}([eE][-+\u2212]?[0-9]{0,2})?"
@@ -125,7 +126,7 @@ prose_texts = st.builds(
     st.text(alphabet="ab E$(=+-\u2212.,\t\n%\u00e9", max_size=4),
     st.from_regex(_NUMBER, fullmatch=True),
     st.text(alphabet="ab e %\t.,-3", max_size=4),
-    st.sampled_from([{}, str.maketrans(",.", ".,")]),
+    _SWAP,
 )
 all_options = st.builds(
     Options,

@@ -437,13 +437,11 @@ def test_pyfunc_model_as_a_spark_udf(
     assert got["label"].tolist() == want["label"].tolist()
 
 
-def test_cli_engine_spark(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
     from click.testing import CliRunner
 
     from numdiff_component.cli import cli
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     result = CliRunner().invoke(
         cli, ["score", "--engine", "spark", "--results-dir", str(tmp_path / "out")]
     )

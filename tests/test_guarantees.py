@@ -1,0 +1,341 @@
+"""The promises of the README's "Guarantees" section that no other test module owns: nothing
+the user gave is lost or changed, and inputs are data, never code."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import numdiff_component
+from numdiff_component.errors import InputError
+from numdiff_component.job import JobConfig, run_job
+from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.tables import DEFAULT_BATCH_ROWS, open_table
+
+PACKAGE = Path(numdiff_component.__file__).parent
+
+# ---------------------------------------------------------------------------------------------
+# Nothing lost: every row once, in order, with its id and its values exactly as given
+
+TEXTS = [
+    "007",
+    "  42  ",
+    "",
+    "\t7\t",
+    "٣",
+    "\uff13",  # full-width 3
+    "\u22125",  # minus sign
+    "naïve 3",
+    "line one\nline two 4",
+    '"quoted", 5',
+    "NA",
+    "null",
+    "None",
+    "nan",
+    "N/A",
+    "#N/A",
+    "1e999",
+    "TRUE",
+    "😀 6",
+    "1,234",
+    "0x1F",
+    "=1+1",
+    "{{7*7}}",
+    "__import__('os').system('true')",
+    "${HOME}",
+    "\\N",
+]
+FLOATS = [
+    0.1,
+    0.30000000000000004,
+    1 / 3,
+    1e-300,
+    2.2250738585072014e-308,
+    -0.0,
+    1.7976931348623157e308,
+    123456.78901234567,
+    -2.5,
+]
+INTS = [0, -1, 2**53 + 1, -(2**62), 10**18, 7]
+N = 211  # not a multiple of the batch size; CSV blocks are at least 4 KiB: several here
+
+
+def _source() -> pd.DataFrame:
+    """Adversarial text in every text column, and floats and integers that must survive exactly."""
+    return pd.DataFrame(
+        {
+            "id": ["007", " 8", "9 ", "", "ü"] + [f"r{i}" for i in range(5, N)],
+            "output": [TEXTS[i % len(TEXTS)] for i in range(N)],
+            "expected": [TEXTS[(i * 7 + 3) % len(TEXTS)] for i in range(N)],
+            "created_at": ["1600000000"] * N,  # a name pandas would read as a date if allowed
+            "x": [FLOATS[i % len(FLOATS)] for i in range(N)],
+            "k": [INTS[i % len(INTS)] for i in range(N)],
+        }
+    )
+
+
+def _write(source: pd.DataFrame, fmt: str, path: Path) -> pd.DataFrame:
+    """Write ``source`` as ``fmt``; the frame the results must reproduce (CSV holds text)."""
+    records = source.to_dict("records")
+    if fmt == "csv":
+        as_text = source.assign(x=[repr(v) for v in source["x"]], k=[str(v) for v in source["k"]])
+        as_text.to_csv(path, index=False)
+        return as_text
+    if fmt == "parquet":
+        source.to_parquet(path, row_group_size=5)
+    elif fmt == "json":  # the standard library writes floats that read back exactly
+        path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return source
+
+
+@pytest.mark.parametrize("batch_rows", [7, DEFAULT_BATCH_ROWS], ids=["batches-of-7", "default"])
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "jsonl"])
+def test_every_row_once_in_order_with_its_values_unchanged(
+    fmt: str, batch_rows: int, tmp_path: Path
+) -> None:
+    expected = _write(_source(), fmt, tmp_path / f"t.{fmt}")
+    seen: list[int] = []
+    run_job(
+        JobConfig(
+            predictions=str(tmp_path / f"t.{fmt}"),
+            id_col="id",
+            results_dir=str(tmp_path / "res"),
+            track=False,
+            batch_rows=batch_rows,
+        ),
+        progress=seen.append,
+    )
+    streamed = batch_rows < N and fmt != "json"  # a JSON document is read whole
+    assert (len(seen) > 1) == streamed and seen[-1] == N
+    results = pd.read_parquet(tmp_path / "res" / "results.parquet")
+    assert list(results.columns) == [*expected.columns, *RESULT_COLUMNS]
+    assert len(results) == N and list(results["id"]) == list(expected["id"])
+    for column in expected.columns:
+        got, want = list(results[column]), list(expected[column])
+        assert [type(v) for v in got] == [type(v) for v in want] or column in ("x", "k"), column
+        assert got == want, column  # exact: no stripping, no NA, no rounding, no renaming
+    if fmt != "csv":
+        assert results["x"].dtype == np.float64 and results["k"].dtype == np.int64
+        assert list(np.signbit(results["x"])) == list(np.signbit(expected["x"]))  # -0.0 kept
+    assert (
+        results["score"].notna().all()
+        and results["label"].isin(["pass", "fail", "unparseable"]).all()
+    )
+
+
+def test_json_object_of_columns_keeps_column_names(tmp_path: Path) -> None:
+    """pandas would read columns named "007" and "2" as the numbers 7 and 2 (convert_axes)."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"007": {"a": "3.0"}, "2": {"a": "3"}}))
+    run_job(
+        JobConfig(
+            predictions=str(path),
+            output_col="007",
+            expected_col="2",
+            track=False,
+            results_dir=str(tmp_path / "res"),
+        )
+    )
+    results = pd.read_parquet(tmp_path / "res" / "results.parquet")
+    assert list(results.columns[:2]) == ["007", "2"] and list(results["label"]) == ["pass"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs are data, never code
+
+
+def test_pickle_payload_is_never_unpickled(tmp_path: Path) -> None:
+    """Whatever its name or --format, a pickle is refused or read as bytes; it is never loaded."""
+    marker = tmp_path / "unpickled"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str, str]]:
+            return open, (str(marker), "w")
+
+    data = pickle.dumps(Payload())
+    cases = [("t.pkl", None), ("t.pickle", None), ("t.joblib", None), ("t.pkl.gz", None)]
+    cases += [("t.pkl", fmt) for fmt in ("csv", "parquet", "json", "jsonl")]
+    cases += [(f"t.{fmt}", None) for fmt in ("csv", "parquet", "json", "jsonl")]
+    for name, fmt in cases:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError) as error:
+            run_job(
+                JobConfig(
+                    predictions=str(tmp_path / name),
+                    format=fmt,
+                    track=False,
+                    results_dir=str(tmp_path / "res"),
+                )
+            )
+        if (fmt is None and ".pkl" in name) or name.endswith((".pickle", ".joblib")):
+            assert "pickle file, which is not read: unpickling runs code" in str(error.value)
+        assert not marker.exists(), (name, fmt)
+    pickle.loads(data)  # the payload is live: loading it would have left the marker
+    assert marker.exists()
+
+
+# Calls and imports that would run text as code or unpickle it. This is a static check: it fails
+# when someone adds one to the package, for a reviewer to decide whether input can reach it.
+_CODE_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint"}
+_CODE_METHODS = {
+    "read_pickle",
+    "eval",
+    "query",
+    "format_map",
+    "unsafe_load",
+    "full_load",
+    "import_module",
+}
+_UNSAFE_MODULES = {"pickle", "cloudpickle", "dill", "joblib", "marshal", "shelve", "yaml"}
+
+
+def _code_paths(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in _CODE_BUILTINS:
+                found.append(f"{func.id}()")
+            elif isinstance(func, ast.Attribute) and func.attr in _CODE_METHODS:
+                found.append(f".{func.attr}()")
+            elif (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in _UNSAFE_MODULES
+            ):
+                found.append(f"{func.value.id}.{func.attr}()")
+        elif isinstance(node, ast.Import):
+            found += [
+                f"import {a.name}" for a in node.names if a.name.split(".")[0] in _UNSAFE_MODULES
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] in _UNSAFE_MODULES
+        ):
+            found.append(f"from {node.module} import ...")
+    return found
+
+
+def test_package_never_runs_or_unpickles_text() -> None:
+    modules = sorted(PACKAGE.glob("*.py"))
+    assert len(modules) > 5
+    found = {m.name: hits for m in modules if (hits := _code_paths(ast.parse(m.read_text())))}
+    assert found == {}
+    assert _code_paths(ast.parse("import pickle\npd.eval(x)\neval(s)\nyaml.load(f)"))  # it can fail
+
+
+@pytest.fixture
+def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
+    """Run A holds predictions.csv; run B holds secret.csv. Artifacts stay in tmp_path."""
+    import mlflow
+
+    experiment = mlflow.create_experiment(
+        "guarantees", artifact_location=str(tmp_path / "artifacts")
+    )
+    with mlflow.start_run(experiment_id=experiment) as a:
+        mlflow.log_text("output,expected\n3,3\n", "predictions.csv")
+    with mlflow.start_run(experiment_id=experiment) as b:
+        mlflow.log_text("output,expected\nsecret,1\n", "secret.csv")
+    return a.info.run_id, b.info.run_id
+
+
+def test_runs_uri_reads_only_that_runs_artifacts(two_runs: tuple[str, str], tmp_path: Path) -> None:
+    a, b = two_runs
+    assert list(open_table(f"runs:/{a}/predictions.csv").read()["output"]) == ["3"]
+    climbing = [
+        f"runs:/{a}/../{b}/artifacts/secret.csv",
+        f"runs:/{a}/sub/../../{b}/artifacts/secret.csv",
+        f"runs:/{a}/%2e%2e/{b}/artifacts/secret.csv",
+        f"runs:/{a}/..%2f{b}%2fartifacts%2fsecret.csv",
+        f"runs:/{a}/%252e%252e/{b}/artifacts/secret.csv",
+        f"runs:/{a}/..\\{b}\\artifacts\\secret.csv",
+        f"mlflow-artifacts:/0/{a}/artifacts/../../{b}/artifacts/secret.csv",
+    ]
+    for uri in climbing:
+        with pytest.raises(InputError, match=r"reaches outside its run with '\.\.'"):
+            open_table(uri, "csv")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numdiff_component",
+            "score",
+            climbing[0],
+            "--results-dir",
+            str(tmp_path / "res"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "NUMDIFF_TRACEBACK": ""},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"numdiff: error: {climbing[0]!r} reaches outside its run with '..'; name an artifact "
+        "inside the run, e.g. runs:/<run_id>/predictions.csv"
+    ]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -> None:
+    """Nothing is written next to the input, in the working folder or in the temporary folder:
+    only the results folder (and the tracking store's own files) change."""
+    import mlflow
+
+    from numdiff_component import report
+
+    mlflow.create_experiment("writes", artifact_location=str(tmp_path / "artifacts"))
+    for name in ("in", "cwd", "tmp"):
+        (tmp_path / name).mkdir()
+    _source().to_csv(tmp_path / "in" / "t.csv", index=False)
+    before = _snapshot(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numdiff_component",
+            "score",
+            str(tmp_path / "in" / "t.csv"),
+            "--id-col",
+            "id",
+            "--experiment-name",
+            "writes",
+            "--results-dir",
+            str(tmp_path / "res"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path / "cwd",
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "MLFLOW_DISABLE_TELEMETRY": "true"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    after = _snapshot(tmp_path)
+    changed = {p for p in after if before.get(p) != after[p]} | (before.keys() - after.keys())
+    tracking = {p for p in changed if p.startswith(("artifacts/", "mlflow.db"))}
+    assert sorted(changed - tracking) == sorted(
+        f"res/{name}"
+        for name in ["results.parquet", report.HISTOGRAM_PNG, report.SCATTER_PNG, report.SUMMARY_MD]
+    )
+    assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
+    assert os.listdir(tmp_path / "cwd") == [] and os.listdir(tmp_path / "tmp") == []
