@@ -222,6 +222,8 @@ def score(
     )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
+    if quiet:
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     config = JobConfig(
         predictions=predictions or None,
         output_col=output_col,

@@ -61,10 +61,12 @@ class Table:
         a JSON document and remote URIs are read whole. Read errors raise `InputError`.
         """
         try:
-            if batch_rows is None or (self.format in ("csv", "parquet") and "://" in self.path):
+            if self.format == "csv" and "://" not in self.path:
+                # Whole (batch_rows None): one block the size of the file.
+                size = os.path.getsize(self.path) + 1 if batch_rows is None else batch_rows * 64
+                yield from _csv_batches(self.path, max(1 << 12, size))
+            elif batch_rows is None or (self.format == "parquet" and "://" in self.path):
                 yield read_frame(self.path, self.format)
-            elif self.format == "csv":
-                yield from _csv_batches(self.path, batch_rows)
             elif self.format == "parquet":
                 for batch in pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows):
                     yield batch.to_pandas()
@@ -145,9 +147,8 @@ def _not_utf8(path: str) -> str | None:
     return f"it is not valid UTF-8{where}; save it as UTF-8"
 
 
-def _csv_batches(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
-    """CSV cells as text, in batches: every column typed string, empty cells kept as ``""``."""
-    block_size = max(1 << 12, batch_rows * 64)
+def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
+    """CSV cells as text, in blocks of bytes: every column typed string, empty cells ``""``."""
     # A quoted cell may hold newlines (a model's multi-line answer); without this option a block
     # boundary inside such a cell puts the reader out of sync. It costs no measurable time.
     parse = pa_csv.ParseOptions(newlines_in_values=True)

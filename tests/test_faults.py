@@ -347,7 +347,7 @@ def _logging_run(store: Path) -> str | None:
 def _kill_server_once_running(
     tmp_path: Path, source: pd.DataFrame, attempt: int
 ) -> tuple[subprocess.CompletedProcess[str], str | None, Path]:
-    """Run the CLI against a server and SIGKILL the server as soon as the run is RUNNING."""
+    """Run the CLI against a server; SIGKILL the server once the run is RUNNING with metrics."""
     folder = tmp_path / f"attempt{attempt}"
     folder.mkdir()
     source.to_csv(folder / "t.csv", index=False)
@@ -364,7 +364,12 @@ def _kill_server_once_running(
         str(folder / "res"),
     ]
     with tracking_server(store, folder / "artifacts", tmp_path / "server.log") as (url, server):
-        env = {**os.environ, "MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACEBACK": ""}
+        env = {
+            **os.environ,
+            "MLFLOW_TRACKING_URI": url,
+            "NUMDIFF_TRACEBACK": "",
+            "MLFLOW_DISABLE_TELEMETRY": "true",
+        }
         cli = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
@@ -386,7 +391,8 @@ def _kill_server_once_running(
 
 @pytest.mark.slow
 def test_server_killed_in_the_middle_of_a_run(tmp_path: Path) -> None:
-    """The results JSON of 100,000 rows takes seconds to log: the server dies meanwhile.
+    """Logging the dataset and the results (Parquet and JSON) of 100,000 rows takes seconds:
+    the server is killed as soon as the run's metrics are in, while the rest is on its way.
 
     Should the run finish before the kill lands (a very fast machine), the test tries once more
     with rows ten times wider.
