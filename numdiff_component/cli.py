@@ -80,6 +80,54 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
     return lines
 
 
+_SCORING_OPTIONS = [
+    click.option(
+        "--threshold",
+        type=float,
+        default=0.99,
+        show_default=True,
+        help="A row passes when its score is at least this (0 to 1).",
+    ),
+    click.option(
+        "--floor",
+        type=float,
+        default=1.0,
+        show_default=True,
+        help="Smallest denominator of the relative difference (>= 0).",
+    ),
+    click.option(
+        "--decimal-comma",
+        type=click.BOOL,
+        is_flag=False,
+        flag_value=True,
+        default=False,
+        show_default=True,
+        help="Read ',' as the decimal point and '.' as the grouping separator.",
+    ),
+    click.option(
+        "--pick",
+        default="first",
+        show_default=True,
+        metavar="[first|last]",
+        help="Which number of a text to read.",
+    ),
+    click.option(
+        "--percent",
+        default="keep",
+        show_default=True,
+        metavar="[keep|fraction]",
+        help="'fraction' reads '50 %' as 0.5.",
+    ),
+]
+
+
+def scoring_options(func: F) -> F:
+    """The five scoring options (SPEC §2), the same on every command that scores."""
+    for option in reversed(_SCORING_OPTIONS):
+        func = option(func)
+    return func
+
+
 class _Progress:
     """Rows scored and rows per second on one terminal line, redrawn at most 5 times a second."""
 
@@ -117,43 +165,7 @@ class _Progress:
     default="",
     help="Column identifying each row (kept in the results, used by compare).",
 )
-@click.option(
-    "--threshold",
-    type=float,
-    default=0.99,
-    show_default=True,
-    help="A row passes when its score is at least this (0 to 1).",
-)
-@click.option(
-    "--floor",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Smallest denominator of the relative difference (>= 0).",
-)
-@click.option(
-    "--decimal-comma",
-    type=click.BOOL,
-    is_flag=False,
-    flag_value=True,
-    default=False,
-    show_default=True,
-    help="Read ',' as the decimal point and '.' as the grouping separator.",
-)
-@click.option(
-    "--pick",
-    default="first",
-    show_default=True,
-    metavar="[first|last]",
-    help="Which number of a text to read.",
-)
-@click.option(
-    "--percent",
-    default="keep",
-    show_default=True,
-    metavar="[keep|fraction]",
-    help="'fraction' reads '50 %' as 0.5.",
-)
+@scoring_options
 @click.option(
     "--format",
     "fmt",
@@ -268,43 +280,7 @@ def score(
 
 @cli.command("log-model")
 @click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
-@click.option(
-    "--threshold",
-    type=float,
-    default=0.99,
-    show_default=True,
-    help="A row passes when its score is at least this (0 to 1).",
-)
-@click.option(
-    "--floor",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Smallest denominator of the relative difference (>= 0).",
-)
-@click.option(
-    "--decimal-comma",
-    type=click.BOOL,
-    is_flag=False,
-    flag_value=True,
-    default=False,
-    show_default=True,
-    help="Read ',' as the decimal point and '.' as the grouping separator.",
-)
-@click.option(
-    "--pick",
-    default="first",
-    show_default=True,
-    metavar="[first|last]",
-    help="Which number of a text to read.",
-)
-@click.option(
-    "--percent",
-    default="keep",
-    show_default=True,
-    metavar="[keep|fraction]",
-    help="'fraction' reads '50 %' as 0.5.",
-)
+@scoring_options
 @click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
 @click.option("--run-name", default=None, help="Name of a new MLflow run.")
 @_guarded

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -191,7 +192,22 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
     results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
     aggregates = scored.totals.aggregates()
     reports = _write_report(scored.report, path, aggregates, table.source)
-    evaluation = Evaluation(
+    evaluation = evaluation_of(
+        config, table, aggregates, path.parent, scored.totals.n, reports=tuple(reports)
+    )
+    return JobOutcome(evaluation, track(config, evaluation, scored.first, results, path))
+
+
+def evaluation_of(
+    config: JobConfig,
+    table: Any,
+    aggregates: Mapping[str, float],
+    folder: Path,
+    n_rows: int,
+    **extra: Any,
+) -> Evaluation:
+    """What a job logs, for ``table`` (anything with ``source`` and ``name``)."""
+    return Evaluation(
         source=table.source,
         dataset_name=table.name,
         options=config.options,
@@ -199,22 +215,32 @@ def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) ->
         expected_col=config.expected_col,
         id_col=config.id_col,
         aggregates=aggregates,
-        results_dir=path.parent,
-        n_rows=scored.totals.n,
-        reports=tuple(reports),
+        results_dir=folder,
+        n_rows=n_rows,
+        **extra,
     )
-    run_id = None
-    if config.track:
-        inputs = scored.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
-        try:
-            run_id = log_evaluation(
-                evaluation,
-                inputs,
-                results,
-                complete=results is not None,
-                run_name=config.run_name,
-                experiment_name=config.experiment_name,
-            )
-        except TrackingError as exc:  # say where the results are: the folder may be temporary
-            raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
-    return JobOutcome(evaluation, run_id)
+
+
+def track(
+    config: JobConfig,
+    evaluation: Evaluation,
+    first: pd.DataFrame,
+    results: pd.DataFrame | None,
+    path: Path,
+) -> str | None:
+    """Log to MLflow when ``config.track``: the whole input and results when ``results`` holds
+    them, else the schema of the ``first`` rows. A failure says where the results are."""
+    if not config.track:
+        return None
+    inputs = first if results is None else results.drop(columns=list(RESULT_COLUMNS))
+    try:
+        return log_evaluation(
+            evaluation,
+            inputs,
+            results,
+            complete=results is not None,
+            run_name=config.run_name,
+            experiment_name=config.experiment_name,
+        )
+    except TrackingError as exc:  # say where the results are: the folder may be temporary
+        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc

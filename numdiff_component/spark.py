@@ -24,8 +24,8 @@ import pandas as pd
 import pyarrow as pa
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.job import JobConfig, results_folder
+from numdiff_component.errors import InputError, first_line
+from numdiff_component.job import JobConfig, evaluation_of, results_folder, track
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column
 from numdiff_component.scoring import RESULT_COLUMNS, UNPARSEABLE, check_columns, score_values
@@ -34,7 +34,6 @@ from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
     Evaluation,
-    log_evaluation,
 )
 
 try:
@@ -346,30 +345,9 @@ def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> Spark
         aggregates = aggregate_spark(written)
     except _SPARK_ERRORS as exc:
         raise InputError(f"cannot score {table.source!r} with Spark: {first_line(exc)}") from exc
-    evaluation = Evaluation(
-        source=table.source,
-        dataset_name=table.name,
-        options=config.options,
-        output_col=config.output_col,
-        expected_col=config.expected_col,
-        id_col=config.id_col,
-        aggregates=aggregates,
-        results_dir=folder,
-        n_rows=int(aggregates["n_rows"]),
-        extra_params={"engine": "spark"},
+    n_rows = int(aggregates["n_rows"])
+    evaluation = evaluation_of(
+        config, table, aggregates, folder, n_rows, extra_params={"engine": "spark"}
     )
-    run_id = None
-    if config.track:
-        whole = pd.read_parquet(path) if evaluation.n_rows <= LOG_TABLE_MAX_ROWS else None
-        try:
-            run_id = log_evaluation(
-                evaluation,
-                sample if whole is None else whole.drop(columns=list(RESULT_COLUMNS)),
-                whole,
-                complete=whole is not None,
-                run_name=config.run_name,
-                experiment_name=config.experiment_name,
-            )
-        except TrackingError as exc:  # say where the results are: the folder may be temporary
-            raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
-    return SparkJobOutcome(evaluation, written, run_id)
+    whole = pd.read_parquet(path) if config.track and n_rows <= LOG_TABLE_MAX_ROWS else None
+    return SparkJobOutcome(evaluation, written, track(config, evaluation, sample, whole, path))
