@@ -57,7 +57,7 @@ OPTIONS = {
 }
 
 
-def seconds(fn: Callable[[], object], repeat: int = 2) -> float:
+def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()

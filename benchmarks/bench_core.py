@@ -100,6 +100,11 @@ def extract_floor(df: pd.DataFrame) -> np.ndarray:
 
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"
 AUTOEVALS = "(c) autoevals.NumericDiff loop on floats"
+OTHER_OPTIONS: dict[str, dict[str, object]] = {
+    "pick=last": {"pick": "last"},
+    "decimal_comma=True": {"decimal_comma": True},
+    "percent=fraction": {"percent": "fraction"},
+}
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -135,6 +140,8 @@ def main() -> None:
         PROSE_FLOOR: (lambda: extract_floor(prose), n),
         AUTOEVALS: (autoevals_loop(clean, m), m),
     }
+    for label, option in OTHER_OPTIONS.items():  # the other options, on prose (no target)
+        runs[f"score_frame, prose, {label}"] = (lambda o=option: score_frame(prose, **o), n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():

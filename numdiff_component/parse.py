@@ -8,8 +8,10 @@ swapped by ``decimal_comma``)::
     exponent = [eE] [+-\N{MINUS SIGN}]? D+
 
 `parse_number` reads one value with Python's ``re`` (the plain path, easy to check against the
-spec). `parse_column` reads a whole column with pyarrow compute (RE2, linear time) and numpy; a
-differential property test proves the two equal.
+spec). `parse_column` reads a whole column with pyarrow compute (RE2, linear time) and numpy, in
+tiers, each exact for the rows it keeps and handing the others on: Arrow's float cast when the
+whole column is plain numbers; else one cheap anchored pattern for the token at the first digit;
+else the full grammar. Differential property tests prove the two paths equal.
 """
 
 from __future__ import annotations
@@ -196,12 +198,19 @@ def _to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.
     if point != ".":
         text = pc.replace_substring(pc.replace_substring(tokens, group, ""), point, ".")
         return _cast(text)
-    values = np.empty(len(tokens))
-    # Most tokens have no separator: they are cast as they are, without a replacing pass.
-    values[~grouped] = _cast(tokens.filter(~grouped))
+    # Most tokens have no separator: cast as they are (the others hidden as nulls, no copy).
+    values = _cast(_nulls_where(tokens, grouped))
     if grouped.any():
         values[grouped] = _cast(pc.replace_substring(tokens.filter(grouped), group, ""))
     return values
+
+
+def _nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
+    """``strings`` with nulls where ``hide`` is true, sharing their offsets and text buffers."""
+    keep = np.asarray(strings.is_valid(), dtype=bool) & ~hide
+    bits = np.packbits(np.concatenate([np.zeros(strings.offset, bool), keep]), bitorder="little")
+    buffers = [pa.py_buffer(bits), *strings.buffers()[1:]]
+    return pa.Array.from_buffers(strings.type, len(strings), buffers, offset=strings.offset)
 
 
 def _mask(condition: pa.Array) -> np.ndarray:
@@ -213,9 +222,9 @@ def _last_byte(strings: pa.Array) -> np.ndarray:
     width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     _, offsets_buffer, data_buffer = strings.buffers()
     offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
+    starts, ends = offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
-    nonempty = offsets[1:] > offsets[:-1]
-    return np.where(nonempty, data[np.maximum(offsets[1:] - 1, 0)], 0)
+    return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
@@ -232,7 +241,8 @@ def _signed_values(
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
     # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at.
-    rows = np.flatnonzero(np.isin(_last_byte(head), (0x2D, 0x92)))
+    last = _last_byte(head)
+    rows = np.flatnonzero((last == 0x2D) | (last == 0x92))
     if len(rows):
         head = head.take(rows)
         minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
@@ -293,30 +303,35 @@ def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
 def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
 
-    A row it does not match has no digit, so no number: NaN, and read.
+    Exact because the leftmost token starts at the first digit unless a point stands right
+    before it, and reads as that digit run when the run has no separator or a clean grouped
+    one; with ``pick="last"``, no digit after it means no other token. A row it does not match
+    has no digit, so no number: NaN, and read.
     """
     group, point = _separators(opts.decimal_comma)
     parts = pc.extract_regex(text, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
-    pre, tok = parts.field("pre"), parts.field("tok")
+    pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
     found = matched & (_last_byte(pre) != ord(point))
-    grouped = found & _mask(pc.match_substring(tok, group))
+    grouped = _mask(pc.match_substring(tok, group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
-        grouped &= found
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
-    pct = parts.field("pct").filter(found) if opts.percent == "fraction" else None
-    values = _to_float(tok.filter(found), opts.decimal_comma, grouped[found])
-    out = np.full(len(text), np.nan)
-    out[found] = _signed_values(pre.filter(found), values, pct, opts)
-    return out, matched & ~found
+    # Every row is read at once (no filtering); the rows not found are left to the caller.
+    values = _to_float(tok, opts.decimal_comma, grouped)
+    values[~found] = np.nan
+    pct = parts.field("pct") if opts.percent == "fraction" else None
+    return _signed_values(pre, values, pct, opts), matched & ~found
 
 
 def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of a string array (nulls allowed); NaN where no number."""
+    """Values of a string array (nulls allowed); NaN where no number.
+
+    Tiers: `_cast_whole`, else `_parse_lead`; the rows they hand on go to `_parse_full`.
+    """
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, opts)
     if out is None:
@@ -335,7 +350,13 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
 
 
 _HOMOGENEOUS = {
-    "string", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"
+    "string",
+    "integer",
+    "floating",
+    "mixed-integer-float",
+    "decimal",
+    "boolean",
+    "empty",
 }
 
 
