@@ -46,6 +46,7 @@ def test_score_sample_logs_and_summarises(tracking_uri: str, tmp_path: Path) -> 
     sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
     assert len(frame) == len(sample) and list(frame["id"]) == list(sample["id"])
     assert "mean_score" in out and "pass_rate" in out and str(tmp_path / "res") in out
+    assert "rows/s" not in err  # no progress line when stderr is not a terminal
     from mlflow import MlflowClient
 
     run_id = next(line.split()[1] for line in out.splitlines() if line.split()[:1] == ["run"])
@@ -167,3 +168,39 @@ def test_every_format_is_read(fmt: str, tmp_path: Path, tracking_uri: str) -> No
     out = pd.read_parquet(tmp_path / "res" / "results.parquet")
     assert list(out["id"]) == ["a", "b"] and list(out["output"]) == ["about 3", "007"]
     assert list(out["label"]) == ["pass", "pass"]
+
+
+def _stderr_on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run ``numdiff`` with stderr on a pseudo-terminal; its exit code and what it wrote there."""
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    proc = subprocess.run(
+        [sys.executable, "-m", "numdiff_component", *args],
+        stderr=child_fd,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
+    os.close(child_fd)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the terminal is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main_fd)
+    return proc.returncode, b"".join(chunks).decode()
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_shows_on_a_terminal_unless_quiet(
+    quiet: bool, tmp_path: Path, tracking_uri: str
+) -> None:
+    args = ["score", "--no-plots", "--results-dir", str(tmp_path), *(["-q"] if quiet else [])]
+    code, terminal = _stderr_on_a_terminal(*args)
+    assert code == 0
+    rows = len(pd.read_csv(sample_path()))
+    assert (f"scored {rows} rows (" in terminal and "rows/s)" in terminal) != quiet
