@@ -91,12 +91,13 @@ def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, f
     >>> aggregate([score("10", "10"), score("9", "10"), score("?", "1")])["pass_rate"]
     0.3333333333333333
     """
-    if not isinstance(results, Mapping) and not hasattr(results, "columns"):
-        rows = list(results)
-        results = {
-            "score": [r.score for r in rows],
-            "passed": [r.passed for r in rows],
-            "label": [r.label for r in rows],
-            "abs_error": [r.abs_error for r in rows],
-        }
-    return Totals.of(results).aggregates()
+    if isinstance(results, Mapping) or hasattr(results, "columns"):
+        return Totals.of(results).aggregates()  # type: ignore[arg-type]  # a DataFrame too
+    rows = list(results)
+    columns = {
+        "score": [r.score for r in rows],
+        "passed": [r.passed for r in rows],
+        "label": [r.label for r in rows],
+        "abs_error": [r.abs_error for r in rows],
+    }
+    return Totals.of(columns).aggregates()

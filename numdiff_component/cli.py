@@ -225,12 +225,13 @@ def score(
     from numdiff_component.job import JobConfig, run_job
     from numdiff_component.options import Options
 
-    options = Options(
+    options = Options.of(
+        None,
         threshold=threshold,
         floor=floor,
         decimal_comma=decimal_comma,
         pick=pick,
-        percent=percent,  # type: ignore[arg-type]
+        percent=percent,
     )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)

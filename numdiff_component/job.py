@@ -96,7 +96,8 @@ def _score_batches(
     """Score the table batch by batch, appending results to ``path`` through a temporary file."""
     tmp = path.with_name(f".{path.name}.partial")
     writer: pq.ParquetWriter | None = None
-    totals, kept, first = Totals(), [], None
+    totals, first = Totals(), None
+    kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:
         report = ReportBuilder(

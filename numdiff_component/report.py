@@ -162,16 +162,22 @@ class ReportBuilder:
         bars = (
             (left, self.failed_counts, width, 0, _FAIL_COLOUR, "fail"),
             (left, self.passed_counts, width, self.failed_counts, _PASS_COLOUR, "pass"),
-            (left[:1], [self.n_unparseable], width[:1], self.failed_counts[:1],
-             _UNPARSEABLE_COLOUR, "unparseable (score 0)"),
+            (
+                left[:1],
+                [self.n_unparseable],
+                width[:1],
+                self.failed_counts[:1],
+                _UNPARSEABLE_COLOUR,
+                "unparseable (score 0)",
+            ),
         )
         for x, height, bar_width, bottom, colour, label in bars:
             if np.any(np.asarray(height) > 0):
-                ax.bar(x, height, bar_width, bottom=bottom, align="edge", color=colour,
-                       label=label)
+                ax.bar(x, height, bar_width, bottom=bottom, align="edge", color=colour, label=label)
         threshold = self.options.threshold
-        ax.axvline(threshold, color="black", linestyle="--", linewidth=1,
-                   label=f"threshold {threshold:g}")
+        ax.axvline(
+            threshold, color="black", linestyle="--", linewidth=1, label=f"threshold {threshold:g}"
+        )
         heights = self.passed_counts + self.failed_counts
         heights[0] += self.n_unparseable
         nonzero = heights[heights > 0]
@@ -205,8 +211,14 @@ class ReportBuilder:
         ax.set_xlabel("output value")
         ax.set_ylabel("expected value")
         if len(x) == 0:
-            ax.text(0.5, 0.5, "no row has a number on both sides", ha="center", va="center",
-                    transform=ax.transAxes)
+            ax.text(
+                0.5,
+                0.5,
+                "no row has a number on both sides",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
             ax.set_xticks([])
             ax.set_yticks([])
             _save(fig, path)
@@ -223,8 +235,16 @@ class ReportBuilder:
         points = ((passed, _PASS_COLOUR, "pass"), (~passed, _FAIL_COLOUR, "fail"))
         for mask, colour, label in points:  # failures on top
             if mask.any():
-                ax.scatter(x[mask], y[mask], s=size, alpha=0.6, color=colour, label=label,
-                           linewidths=0, clip_on=False)  # a point at the float limit stays
+                ax.scatter(
+                    x[mask],
+                    y[mask],
+                    s=size,
+                    alpha=0.6,
+                    color=colour,
+                    label=label,
+                    linewidths=0,
+                    clip_on=False,
+                )  # a point at the float limit stays
         low, high = _limits(np.concatenate([x, y]), scale)
         ax.plot([low, high], [low, high], color="black", linewidth=1, label="output = expected")
         ax.set_xlim(low, high)
@@ -237,8 +257,16 @@ class ReportBuilder:
         ax.grid(True, linewidth=0.3, alpha=0.5)
         ax.legend(loc="upper left", frameon=False)
         if scale != "linear":
-            ax.text(0.99, 0.01, f"{scale} axes", ha="right", va="bottom", fontsize=8,
-                    color="dimgray", transform=ax.transAxes)
+            ax.text(
+                0.99,
+                0.01,
+                f"{scale} axes",
+                ha="right",
+                va="bottom",
+                fontsize=8,
+                color="dimgray",
+                transform=ax.transAxes,
+            )
         _save(fig, path)
 
     def summary(self, aggregates: Mapping[str, float], source: str) -> str:
@@ -246,8 +274,10 @@ class ReportBuilder:
         n = self.n_rows
         pass_rate = aggregates.get("pass_rate", self.n_passed / n if n else math.nan)
         rate_stderr = math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
-        stderrs = {"mean_score": aggregates.get("mean_score_stderr", math.nan),
-                   "pass_rate": rate_stderr}
+        stderrs = {
+            "mean_score": aggregates.get("mean_score_stderr", math.nan),
+            "pass_rate": rate_stderr,
+        }
         lines = [
             "# Numeric diff report",
             "",

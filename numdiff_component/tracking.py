@@ -83,20 +83,21 @@ def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any
     """The input as an MLflow dataset: the data itself when ``complete``, else its schema."""
     import warnings
 
-    import mlflow
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.data.pandas_dataset import from_pandas
     from mlflow.models import infer_signature
 
     warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+    source: Any  # from_pandas takes None for "the code's location"
     try:
         source = resolve_dataset_source(evaluation.source)
     except Exception:  # a source mlflow cannot resolve (e.g. a custom URI scheme)
         source = None
     if not complete and source is not None:
         schema = infer_signature(frame).inputs
-        return MetaDataset(source, name=evaluation.dataset_name, schema=schema)
-    return mlflow.data.from_pandas(
+        return MetaDataset(source, name=evaluation.dataset_name, schema=schema)  # type: ignore[abstract]
+    return from_pandas(
         frame,
         source=source,
         name=evaluation.dataset_name,
