@@ -6,8 +6,10 @@ is not turned into inf before the parser sees it), JSON keeps its own types.
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -215,9 +217,10 @@ def _check_artifact_uri(source: str) -> None:
 def _download(uri: str) -> str:
     import mlflow
 
+    folder = tempfile.mkdtemp(prefix="numdiff-input-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a copy: gone with the process
     try:
-        local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tempfile.mkdtemp())
-        return str(local)
+        return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=folder))
     except Exception as exc:  # MlflowException, OSError: all mean the artifact is not there
         raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
 
@@ -236,7 +239,13 @@ def _check_local(path: str, source: str) -> None:
             "or read a folder of files with --engine spark"
         )
     if not os.path.exists(path):
-        raise InputError(f"predictions file not found: {source!r}")
+        hint = ""
+        if os.environ.get("MLFLOW_RUN_ID") and not os.path.isabs(path):
+            hint = (
+                f" (under `mlflow run`, a relative path is read from the project folder "
+                f"{os.getcwd()!r}: pass an absolute path or a URI)"
+            )
+        raise InputError(f"predictions file not found: {source!r}{hint}")
     if not os.access(path, os.R_OK):
         raise InputError(f"cannot read {source!r}: permission denied")
 
