@@ -29,7 +29,7 @@ from numdiff_component.job import JobConfig, evaluation_of, results_folder, trac
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column
 from numdiff_component.scoring import RESULT_COLUMNS, UNPARSEABLE, check_columns, score_values
-from numdiff_component.tables import FORMATS, detect_format, open_table
+from numdiff_component.tables import FORMATS, detect_format, local_path, open_table
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
@@ -223,13 +223,6 @@ class SparkTable:
     format: str
 
 
-def _local_path(source: str) -> str | None:
-    parsed = urlparse(source)
-    if parsed.scheme == "file":
-        return parsed.path
-    return source if len(parsed.scheme) <= 1 else None  # "C:" is a drive, not a scheme
-
-
 def _folder_format(folder: str, source: str) -> str:
     """The format of the data files in a folder (Spark's part files, a partitioned table)."""
     found = set()
@@ -256,7 +249,7 @@ def spark_format(source: str, fmt: str | None = None) -> str:
         if fmt not in FORMATS:
             raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         return fmt
-    local = _local_path(source)
+    local = local_path(source)
     if local is not None and os.path.isdir(local):
         try:
             found = detect_format(local.rstrip("/\\"))  # a folder named results.parquet
@@ -292,7 +285,7 @@ def load_spark_table(
             "first (mlflow artifacts download) or use the pandas engine"
         )
     fmt = spark_format(source, fmt)
-    local = _local_path(source)
+    local = local_path(source)
     if local is not None and not os.path.exists(local):
         raise InputError(f"predictions file not found: {source!r}")
     try:

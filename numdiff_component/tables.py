@@ -225,7 +225,8 @@ def _download(uri: str) -> str:
         raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
 
 
-def _local_path(source: str) -> str | None:
+def local_path(source: str) -> str | None:
+    """The local path ``source`` names (a path or a ``file:`` URI), or ``None`` for a URI."""
     parsed = urlparse(source)
     if parsed.scheme == "file":
         return parsed.path
@@ -280,7 +281,7 @@ def open_table(source: str | None = None, fmt: str | None = None) -> Table:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if _is_mlflow_uri(source):
         _check_artifact_uri(source)
-    local = _download(source) if _is_mlflow_uri(source) else _local_path(source)
+    local = _download(source) if _is_mlflow_uri(source) else local_path(source)
     if local is not None:
         _check_local(local, source)
     fmt = fmt or detect_format(source)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -50,7 +52,10 @@ def tracking_uri(
     import mlflow
 
     mlflow.set_tracking_uri(uri)
+    monkeypatch.chdir(tmp_path)  # anything MLflow puts in the working folder stays in the test's
     yield uri
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
     mlflow.set_tracking_uri(None)
 
 
@@ -84,36 +89,59 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(timeout=20)
 
 
+@contextlib.contextmanager
+def tracking_server(
+    store: Path, artifacts: Path, log: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped."""
+    port = free_port()
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [
+                os.path.join(BIN, "mlflow"),
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                f"sqlite:///{store}",
+                "--artifacts-destination",
+                str(artifacts),
+                "--workers",
+                "1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            # No job execution: it starts eight helper processes and doubles the start-up time.
+            env={
+                **os.environ,
+                "MLFLOW_DISABLE_TELEMETRY": "true",
+                "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+            },
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_for_http(f"{url}/health", process=process)
+            yield url, process
+        finally:
+            stop(process)
+            kill_group(process)  # workers left behind by the server process, if any
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the session the server was started in (its own id), as a crash would."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=20)
+
+
 @pytest.fixture
 def mlflow_server(tmp_path: Path) -> Iterator[str]:
     """A real ``mlflow server`` on 127.0.0.1 at a free port, stopped after the test."""
-    port = free_port()
-    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [
-            os.path.join(BIN, "mlflow"),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            f"sqlite:///{tmp_path}/server.db",
-            "--artifacts-destination",
-            str(tmp_path / "server-artifacts"),
-            "--workers",
-            "1",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        # Job execution starts eight more processes and doubles the start-up time.
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/health", process=process)
+    with tracking_server(
+        tmp_path / "server.db", tmp_path / "server-artifacts", tmp_path / "server.log"
+    ) as (url, _):
         yield url
-    finally:
-        stop(process)
-        log.close()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 import warnings
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import mlflow
@@ -76,15 +75,7 @@ OPTION_SETS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def tracking(tracking_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
-    """The test's own sqlite store (conftest), an experiment whose artifacts stay in tmp_path."""
-    monkeypatch.chdir(tmp_path)
-    experiment_id = mlflow.create_experiment("numdiff", artifact_location=str(tmp_path / "art"))
-    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
-    yield tracking_uri
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
+pytestmark = pytest.mark.usefixtures("tracking_uri")
 
 
 # --- every adapter gives the core's numbers ------------------------------------------------------

@@ -8,7 +8,6 @@ import contextlib
 import ctypes
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 from numdiff_component.errors import InputError
 from numdiff_component.job import JobConfig, run_job
 from numdiff_component.tables import open_table
-from tests.conftest import BIN, free_port, stop, wait_for_http
+from tests.conftest import free_port, kill_group, tracking_server
 
 RESULTS = "results.parquet"
 PARTIAL = f".{RESULTS}.partial"
@@ -253,55 +252,6 @@ def test_file_without_read_permission(open_folder: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # A real tracking server that is down, dies in the middle of a run, or refuses artifacts
-
-
-@contextlib.contextmanager
-def tracking_server(
-    store: Path, artifacts: Path, log: Path
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped."""
-    port = free_port()
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            [
-                os.path.join(BIN, "mlflow"),
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--backend-store-uri",
-                f"sqlite:///{store}",
-                "--artifacts-destination",
-                str(artifacts),
-                "--workers",
-                "1",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # No job execution: it starts eight helper processes and doubles the start-up time.
-            env={
-                **os.environ,
-                "MLFLOW_DISABLE_TELEMETRY": "true",
-                "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-            },
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_for_http(f"{url}/health", process=process)
-            yield url, process
-        finally:
-            stop(process)
-            kill_group(process)  # workers left behind by the server process, if any
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the session the server was started in (its own id), as a crash would."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=20)
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -41,15 +40,7 @@ TABLE = pd.DataFrame(
 )
 
 
-@pytest.fixture(autouse=True)
-def tracking(tracking_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
-    """The test's own sqlite store (conftest), an experiment whose artifacts stay in tmp_path."""
-    monkeypatch.chdir(tmp_path)
-    experiment_id = mlflow.create_experiment("numdiff", artifact_location=str(tmp_path / "art"))
-    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
-    yield tracking_uri
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
+pytestmark = pytest.mark.usefixtures("tracking_uri")
 
 
 def _core(frame: pd.DataFrame, **options: object) -> pd.DataFrame:
