@@ -35,6 +35,7 @@ def tracking_uri(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _empty_store: Path
 ) -> Iterator[str]:
     """A sqlite tracking store of the test's own, for this process and its children."""
+    monkeypatch.chdir(tmp_path)  # anything MLflow puts in the working folder stays in the test's
     shutil.copy(_empty_store, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     from mlflow import MlflowClient
@@ -52,7 +53,6 @@ def tracking_uri(
     import mlflow
 
     mlflow.set_tracking_uri(uri)
-    monkeypatch.chdir(tmp_path)  # anything MLflow puts in the working folder stays in the test's
     yield uri
     while mlflow.active_run() is not None:
         mlflow.end_run()
