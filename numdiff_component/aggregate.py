@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from numdiff_component.errors import InputError
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult
@@ -33,8 +34,9 @@ class Totals:
         n = len(scores)
         if n == 0:
             return cls()
-        labels = np.asarray(results["label"], dtype=object)
-        unparseable = int(np.count_nonzero(labels == UNPARSEABLE))
+        # Compared as a Series: a string column compares in Arrow, not as Python objects.
+        parsed = np.asarray(pd.Series(results["label"], copy=False) != UNPARSEABLE, dtype=bool)
+        unparseable = n - int(np.count_nonzero(parsed))
         errors = np.asarray(results["abs_error"], dtype=float)
         mean = float(scores.mean())
         return cls(
@@ -43,7 +45,7 @@ class Totals:
             n_unparseable=unparseable,
             score_mean=mean,
             score_m2=float(((scores - mean) ** 2).sum()),
-            abs_error_sum=float(errors[labels != UNPARSEABLE].sum()),
+            abs_error_sum=float(errors[parsed].sum()),
         )
 
     def __add__(self, other: Totals) -> Totals:

@@ -153,12 +153,13 @@ class NumericDiffScorer(Scorer):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        self._options = Options(
+        self._options = Options.of(
+            None,
             threshold=self.threshold,
             floor=self.floor,
             decimal_comma=self.decimal_comma,
-            pick=self.pick,  # type: ignore[arg-type]
-            percent=self.percent,  # type: ignore[arg-type]
+            pick=self.pick,
+            percent=self.percent,
         )
 
     @property

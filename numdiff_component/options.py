@@ -56,6 +56,8 @@ class Options:
     @classmethod
     def of(cls, options: Options | None = None, **overrides: Any) -> Options:
         """Options from an existing object and/or keywords; unknown keywords are an error."""
+        if options is not None and not overrides:  # already validated: no copy on a hot path
+            return options
         unknown = sorted(set(overrides) - set(OPTION_NAMES))
         if unknown:
             raise OptionError(
