@@ -7,6 +7,7 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -15,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
+
+from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
 
 EXIT_GATE, EXIT_INPUT, EXIT_TRACKING = 1, 2, 3
 F = TypeVar("F", bound=Callable[..., Any])
@@ -28,6 +31,7 @@ def _fail(message: str, code: int) -> None:
 def _guarded(func: F) -> F:
     """Turn the core's typed errors into one line on stderr and an exit code."""
 
+    @functools.wraps(func)  # keeps the click parameters declared below it
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from numdiff_component.errors import NumdiffError, TrackingError
 
@@ -38,9 +42,11 @@ def _guarded(func: F) -> F:
                 raise
             _fail(str(exc), EXIT_TRACKING if isinstance(exc, TrackingError) else EXIT_INPUT)
 
-    wrapper.__name__ = func.__name__
-    wrapper.__doc__ = func.__doc__
     return wrapper  # type: ignore[return-value]
+
+
+# Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
+_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,6 +56,8 @@ def cli() -> None:
 
     Set NUMDIFF_TRACEBACK=1 to see the traceback behind an error.
     """
+    for key, value in _HTTP_DEFAULTS.items():  # the user's own settings win
+        os.environ.setdefault(key, value)
 
 
 def _rate_stderr(rate: float, n: float) -> float:
@@ -80,52 +88,49 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
     return lines
 
 
-_SCORING_OPTIONS = [
-    click.option(
-        "--threshold",
-        type=float,
-        default=0.99,
+def _click_option(spec: OptionSpec) -> Callable[[F], F]:
+    flag = "--" + spec.name.replace("_", "-")
+    if spec.kind is bool:  # a plain flag, or an explicit value (the MLproject passes one)
+        return click.option(
+            flag,
+            type=click.BOOL,
+            is_flag=False,
+            flag_value=True,
+            default=spec.default,
+            show_default=True,
+            help=spec.help,
+        )
+    if spec.kind is float:
+        return click.option(
+            flag,
+            type=float,
+            default=spec.default,
+            show_default=True,
+            help=f"{spec.help} ({spec.domain.removeprefix('a number ')})",
+        )
+    return click.option(
+        flag,
+        default=spec.default,
         show_default=True,
-        help="A row passes when its score is at least this (0 to 1).",
-    ),
-    click.option(
-        "--floor",
-        type=float,
-        default=1.0,
-        show_default=True,
-        help="Smallest denominator of the relative difference (>= 0).",
-    ),
-    click.option(
-        "--decimal-comma",
-        type=click.BOOL,
-        is_flag=False,
-        flag_value=True,
-        default=False,
-        show_default=True,
-        help="Read ',' as the decimal point and '.' as the grouping separator.",
-    ),
-    click.option(
-        "--pick",
-        default="first",
-        show_default=True,
-        metavar="[first|last]",
-        help="Which number of a text to read.",
-    ),
-    click.option(
-        "--percent",
-        default="keep",
-        show_default=True,
-        metavar="[keep|fraction]",
-        help="'fraction' reads '50 %' as 0.5.",
-    ),
-]
+        metavar="[" + "|".join(spec.choices) + "]",
+        help=spec.help,
+    )
 
 
 def scoring_options(func: F) -> F:
-    """The five scoring options (SPEC §2), the same on every command that scores."""
-    for option in reversed(_SCORING_OPTIONS):
-        func = option(func)
-    return func
+    """The scoring options (SPEC §2), made from the option schema: the same on every command.
+
+    The command receives them as one validated ``options`` argument (an `Options`).
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in OPTION_NAMES}
+        return func(*args, options=Options.of(None, **values), **kwargs)
+
+    for spec in reversed(SCHEMA):
+        wrapper = _click_option(spec)(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 class _Progress:
@@ -152,6 +157,7 @@ class _Progress:
 
 
 @cli.command()
+@_guarded
 @click.argument("predictions", required=False, default="")
 @click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
 @click.option(
@@ -197,17 +203,12 @@ class _Progress:
 )
 @click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-@_guarded
 def score(
     predictions: str,
     output_col: str,
     expected_col: str,
     id_col: str,
-    threshold: float,
-    floor: float,
-    decimal_comma: bool,
-    pick: str,
-    percent: str,
+    options: Options,
     fmt: str | None,
     experiment_name: str | None,
     run_name: str | None,
@@ -223,16 +224,7 @@ def score(
     (an artifact of an earlier run). Without it, the sample table inside the package is scored.
     """
     from numdiff_component.job import JobConfig, run_job
-    from numdiff_component.options import Options
 
-    options = Options.of(
-        None,
-        threshold=threshold,
-        floor=floor,
-        decimal_comma=decimal_comma,
-        pick=pick,
-        percent=percent,
-    )
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
     if quiet:
@@ -248,19 +240,16 @@ def score(
         experiment_name=experiment_name,
         run_name=run_name,
         plots=not no_plots,
+        engine=engine,
     )
     if engine == "spark":
         import warnings
 
-        from numdiff_component.spark import run_spark_job
-
         warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
-        outcome: Any = run_spark_job(config)
-    else:
-        progress = None if quiet or not sys.stderr.isatty() else _Progress()
-        outcome = run_job(config, progress=progress)
-        if progress is not None:
-            progress.done()
+    progress = None if quiet or not sys.stderr.isatty() else _Progress()
+    outcome = run_job(config, progress=progress)
+    if progress is not None:
+        progress.done()
     aggregates = outcome.evaluation.aggregates
     if not quiet:
         click.echo(f"numeric diff: {outcome.evaluation.source}")
@@ -280,18 +269,14 @@ def score(
 
 
 @cli.command("log-model")
+@_guarded
 @click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
 @scoring_options
 @click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
 @click.option("--run-name", default=None, help="Name of a new MLflow run.")
-@_guarded
 def log_model(
     name: str,
-    threshold: float,
-    floor: float,
-    decimal_comma: bool,
-    pick: str,
-    percent: str,
+    options: Options,
     experiment_name: str | None,
     run_name: str | None,
 ) -> None:
@@ -307,16 +292,13 @@ def log_model(
         name,
         experiment_name=experiment_name,
         run_name=run_name,
-        threshold=threshold,
-        floor=floor,
-        decimal_comma=decimal_comma,
-        pick=pick,
-        percent=percent,
+        **options.as_dict(),
     )
     click.echo(info.model_uri)
 
 
 @cli.command()
+@_guarded
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option(
@@ -341,7 +323,6 @@ def log_model(
 )
 @click.option("--log", "log_run", is_flag=True, help="Record the comparison in a new MLflow run.")
 @click.option("--experiment-name", default=None, help="MLflow experiment for --log.")
-@_guarded
 def compare(
     run_a: str,
     run_b: str,
@@ -361,19 +342,14 @@ def compare(
     """
     import json
 
-    from numdiff_component.compare import (
-        compare_results,
-        format_text,
-        load_results,
-        log_comparison,
-        resolve_id_col,
-    )
+    from numdiff_component.compare import compare_results, resolve_id_col
+    from numdiff_component.compare_render import format_text, to_json
+    from numdiff_component.tracking import load_results, log_comparison
 
     a, b = load_results(run_a), load_results(run_b)
-    comparison = compare_results(
-        a.frame, b.frame, id_col=resolve_id_col(id_col or None, a, b), alpha=alpha
-    )
-    summary: dict[str, Any] = {"a": run_a, "b": run_b, **comparison.to_dict(limit or None)}
+    matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
+    comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
+    summary: dict[str, Any] = {"a": run_a, "b": run_b, **to_json(comparison, limit or None)}
     if log_run:
         summary["run_id"] = log_comparison(summary, run_a, run_b, experiment_name=experiment_name)
     if as_json:

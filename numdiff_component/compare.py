@@ -3,43 +3,26 @@
 The comparison is plain functions over two results frames (from `score_frame`): `align` pairs
 the rows (by an id column, or by position), `compare_results` computes the aggregates of each
 side, McNemar's exact test on the pass/fail changes, and the rows that regressed, improved or
-dropped most. `load_results` and `log_comparison` are the only parts that touch MLflow.
+dropped most. Rendering is in `numdiff_component.compare_render`; reading a run's results and
+logging a comparison are at the MLflow boundary, `numdiff_component.tracking`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from numdiff_component.aggregate import aggregate
-from numdiff_component.errors import InputError, TrackingError, first_line
+from numdiff_component.errors import InputError
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking import PREFIX, RESULTS_PARQUET, experiment_id
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _EXACT_MAX_PAIRS = 5_000  # above this, the binomial tail is summed in log space
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
-
-
-@dataclass(frozen=True)
-class RunResults:
-    """The per-item results of one run (or one local Parquet file) and what it was scored with."""
-
-    frame: pd.DataFrame
-    source: str
-    params: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def id_col(self) -> str | None:
-        return self.params.get(f"{PREFIX}/id_col") or None
 
 
 @dataclass(frozen=True)
@@ -72,65 +55,23 @@ class Comparison:
         dropped = self.rows[self.rows["score_change"] < 0]
         return dropped.sort_values("score_change", kind="stable").head(k)
 
-    def to_dict(self, limit: int | None = 20) -> dict[str, Any]:
-        """A JSON-ready summary; each row list holds at most ``limit`` rows (all when None)."""
-
-        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-            shown = frame if limit is None else frame.head(limit)
-            shown = shown.drop(columns=["passed_a", "passed_b"])
-            return [_json_row(r) for r in shown.to_dict("records")]
-
-        return {
-            "matched_by": {"id_col": self.matched_by} if self.matched_by else "position",
-            "n_pairs": len(self.rows),
-            "n_expected_differ": self.n_expected_differ,
-            "aggregates": {
-                name: {
-                    k: _json_number(int(v) if name.startswith("n_") else v)
-                    for k, v in values.items()
-                }
-                for name, values in self.aggregates.items()
-            },
-            "test": {
-                "name": TEST_NAME,
-                "p_value": self.p_value,
-                "alpha": self.alpha,
-                "beyond_noise": self.beyond_noise,
-                "n_regressed": self.n_regressed,
-                "n_improved": self.n_improved,
-            },
-            "regressed": records(self.regressed()),
-            "improved": records(self.improved()),
-            "largest_score_drops": records(self.largest_drops(limit or len(self.rows))),
-        }
-
 
 def mcnemar_p_value(n_regressed: int, n_improved: int) -> float:
     """Two-sided p-value of McNemar's exact test: the discordant pairs against Binomial(n, ½).
 
-    ``2 · P(X ≤ min(b, c))`` for ``X ~ Binomial(b + c, ½)``, at most 1; 1 with no discordant
-    pair. Exact integer arithmetic up to 5,000 discordant pairs, a log-space sum beyond.
+    ``scipy.stats.binomtest``, two-sided; 1 with no discordant pair.
 
     >>> mcnemar_p_value(0, 0), mcnemar_p_value(5, 5)
     (1.0, 1.0)
     >>> round(mcnemar_p_value(10, 0), 6)  # 2 / 2**10
     0.001953
     """
-    n, k = n_regressed + n_improved, min(n_regressed, n_improved)
+    from scipy.stats import binomtest
+
+    n = n_regressed + n_improved
     if n == 0:
         return 1.0
-    if n <= _EXACT_MAX_PAIRS:
-        tail = sum(math.comb(n, i) for i in range(k + 1))
-        return min(1.0, 2 * tail / 2**n)
-    return _log_space_p_value(n, k)
-
-
-def _log_space_p_value(n: int, k: int) -> float:
-    """``min(1, 2 · P(X ≤ k))`` for ``X ~ Binomial(n, ½)``, summed in log space."""
-    i = np.arange(1, k + 1, dtype=float)
-    log_terms = np.concatenate([[0.0], np.cumsum(np.log((n - i + 1) / i))]) - n * math.log(2)
-    top = float(log_terms.max())
-    return min(1.0, 2 * math.exp(top) * float(np.exp(log_terms - top).sum()))
+    return min(1.0, float(binomtest(n_regressed, n, 0.5).pvalue))
 
 
 def _check_results(frame: pd.DataFrame, side: str) -> None:
@@ -249,166 +190,13 @@ def compare_results(
     )
 
 
-def resolve_id_col(explicit: str | None, a: RunResults, b: RunResults) -> str | None:
-    """The id column to match on: the one given, else a run's ``id_col`` both tables hold."""
+def resolve_id_col(
+    explicit: str | None, recorded: Iterable[str | None], a: pd.DataFrame, b: pd.DataFrame
+) -> str | None:
+    """The id column to match on: the one given, else a ``recorded`` one both tables hold."""
     if explicit:
         return explicit
-    for name in (a.id_col, b.id_col):
-        if name and name in a.frame.columns and name in b.frame.columns:
+    for name in recorded:
+        if name and name in a.columns and name in b.columns:
             return name
     return None
-
-
-def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) -> str:
-    """The comparison as text for the terminal; row lists cut at ``limit`` rows."""
-    summary = comparison.to_dict(limit)
-    how = f"by id column {comparison.matched_by!r}" if comparison.matched_by else "by row position"
-    lines = [
-        "numeric diff comparison",
-        f"  A  {a}",
-        f"  B  {b}",
-        f"  {len(comparison.rows):,} rows matched {how}",
-        "",
-        f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
-    ]
-    for name, values in comparison.aggregates.items():
-        cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
-        line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
-        if "diff_stderr" in values and not math.isnan(values["diff_stderr"]):
-            line += f"  ± {values['diff_stderr']:.2g} (paired standard error)"
-        lines.append(line)
-    verdict = "beyond noise" if comparison.beyond_noise else "within noise"
-    lines += [
-        "",
-        f"  pass/fail changes: {comparison.n_regressed:,} regressed, "
-        f"{comparison.n_improved:,} improved",
-        f"  {TEST_NAME} on the {comparison.n_regressed + comparison.n_improved:,} changed "
-        f"pairs: p = {comparison.p_value:.4g}, {verdict} (alpha {comparison.alpha:g})",
-    ]
-    if comparison.n_expected_differ:
-        lines.append(
-            f"  note: the expected number differs in {comparison.n_expected_differ:,} pairs; "
-            "are the rows matched right (--id-col)?"
-        )
-    sections = (
-        ("regressed (passed in A, failed in B)", "regressed", comparison.n_regressed),
-        ("improved (failed in A, passed in B)", "improved", comparison.n_improved),
-        ("largest score drops", "largest_score_drops", None),
-    )
-    for title, key, total in sections:
-        shown = summary[key]
-        count = f": {total:,}" if total is not None else ""
-        more = f" (first {len(shown)} shown)" if total is not None and len(shown) < total else ""
-        lines += ["", f"  {title}{count}{more}"]
-        if not shown:
-            lines.append("    none")
-            continue
-        lines.append(
-            f"    {'id':<16} {'score A':>9} {'score B':>9} "
-            f"{'output A':>12} {'output B':>12} {'expected':>12}"
-        )
-        for row in shown:
-            lines.append(
-                f"    {str(row['id'])[:16]:<16} {_text_number('s', row['score_a']):>9} "
-                f"{_text_number('s', row['score_b']):>9} "
-                f"{_text_number('v', row['output_value_a']):>12} "
-                f"{_text_number('v', row['output_value_b']):>12} "
-                f"{_text_number('v', row['expected_value_b']):>12}"
-            )
-    return "\n".join(lines)
-
-
-def _text_number(name: str, value: float | None, *, signed: bool = False) -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    sign = "+" if signed else ""
-    return f"{value:{sign},.0f}" if name.startswith("n_") else f"{value:{sign}.6g}"
-
-
-def _json_number(value: Any) -> Any:
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
-def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: _json_number(v) for k, v in row.items()}
-    if not isinstance(out["id"], (str, int, float, bool, type(None))):
-        out["id"] = str(out["id"])
-    return out
-
-
-# --- MLflow: reading the results of a run, and logging a comparison ----------------------------
-
-
-def load_results(ref: str) -> RunResults:
-    """The results of run ``ref`` (a run id), or of a local Parquet file when ``ref`` is one."""
-    path = Path(ref)
-    if path.suffix == ".parquet" or path.exists():
-        if not path.is_file():
-            raise InputError(f"results file not found: {ref!r}")
-        try:
-            return RunResults(pd.read_parquet(path), ref)
-        except Exception as exc:  # pyarrow raises many types for a bad file
-            raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
-
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    try:
-        run = mlflow.MlflowClient().get_run(ref)
-        local = mlflow.artifacts.download_artifacts(
-            run_id=ref, artifact_path=f"{PREFIX}/{RESULTS_PARQUET}", dst_path=tempfile.mkdtemp()
-        )
-        frame = pd.read_parquet(local)
-    except MlflowException as exc:
-        raise InputError(
-            f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}): "
-            f"{first_line(exc)}"
-        ) from exc
-    except OSError as exc:
-        raise TrackingError(
-            f"could not reach MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
-        ) from exc
-    return RunResults(frame, ref, dict(run.data.params))
-
-
-def log_comparison(
-    summary: Mapping[str, Any], a: str, b: str, *, experiment_name: str | None = None
-) -> str:
-    """Record a comparison (``Comparison.to_dict``) in a new MLflow run; its run id.
-
-    Metrics ``compare/<aggregate>_diff``, ``compare/p_value``, ``compare/n_regressed`` and
-    ``compare/n_improved``; params ``compare/run_a`` and ``compare/run_b``; the summary as the
-    artifact ``compare/comparison.json``.
-    """
-    import mlflow
-
-    metrics = {
-        f"compare/{name}_diff": values["diff"]
-        for name, values in summary["aggregates"].items()
-        if values["diff"] is not None
-    }
-    test = summary["test"]
-    metrics.update(
-        {
-            "compare/p_value": test["p_value"],
-            "compare/n_regressed": test["n_regressed"],
-            "compare/n_improved": test["n_improved"],
-        }
-    )
-    try:
-        name = f"compare {a[:8]} {b[:8]}"
-        with mlflow.start_run(run_name=name, experiment_id=experiment_id(experiment_name)) as run:
-            mlflow.log_params({"compare/run_a": a, "compare/run_b": b})
-            mlflow.log_metrics(metrics)
-            mlflow.log_text(json.dumps(summary, indent=2), "compare/comparison.json")
-            return str(run.info.run_id)
-    except Exception as exc:
-        raise TrackingError(
-            f"could not log to MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
-        ) from exc

@@ -23,11 +23,11 @@ from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback
 from mlflow.genai.scorers import Scorer
 from mlflow.metrics.base import MetricValue
 from mlflow.models import EvaluationMetric, make_metric
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, create_model
 
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
-from numdiff_component.options import Options
+from numdiff_component.options import OPTION_NAMES, SCHEMA, Options
 from numdiff_component.parse import parse_column
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_values
 
@@ -84,9 +84,8 @@ def _column(values: Any) -> Any:
 def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
     """An MLflow ``EvaluationMetric`` named ``numeric_diff`` scoring predictions against targets.
 
-    ``options`` are the five options of SPEC §2 (``threshold``, ``floor``, ``decimal_comma``,
-    ``pick``, ``percent``), validated here; a bad one raises `OptionError`. At evaluation time
-    they can be overridden per call with
+    ``options`` are the scoring options of SPEC §2 (`Options`), validated here; a bad one
+    raises `OptionError`. At evaluation time they can be overridden per call with
     ``evaluator_config={"numeric_diff_options": {"threshold": 0.9}}``: MLflow hands a custom
     metric the ``evaluator_config`` entry named like one of its parameters.
 
@@ -132,35 +131,24 @@ numeric_diff_metric = make_numeric_diff_metric()
 # --- the mlflow.genai scorer ---------------------------------------------------------------------
 
 
-class NumericDiffScorer(Scorer):
+class _NumericDiffScorer(Scorer):
     """A code scorer for ``mlflow.genai.evaluate``: the numeric diff of ``outputs`` against
     ``expectations[expected_key]``, as two feedbacks (score and passed).
 
-    A module-level pydantic model, so it pickles with the standard library and MLflow can take a
-    digest of its fields. ``Scorer.register`` is not supported: MLflow only registers
-    ``@scorer`` functions and its own built-in scorers.
+    Its option fields are made from the option schema (`NumericDiffScorer`). A module-level
+    pydantic model, so it pickles with the standard library and MLflow can take a digest of its
+    fields. ``Scorer.register`` is not supported: MLflow only registers ``@scorer`` functions
+    and its own built-in scorers.
     """
 
     name: str = METRIC_NAME
-    threshold: float = 0.99
-    floor: float = 1.0
-    decimal_comma: bool = False
-    pick: str = "first"
-    percent: str = "keep"
     expected_key: str = "expected"
 
     _options: Options = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        self._options = Options.of(
-            None,
-            threshold=self.threshold,
-            floor=self.floor,
-            decimal_comma=self.decimal_comma,
-            pick=self.pick,
-            percent=self.percent,
-        )
+        self._options = Options.of(None, **{name: getattr(self, name) for name in OPTION_NAMES})
 
     @property
     def options(self) -> Options:
@@ -198,6 +186,15 @@ class NumericDiffScorer(Scorer):
         ]
 
 
+NumericDiffScorer = create_model(
+    "NumericDiffScorer",
+    __base__=_NumericDiffScorer,
+    __module__=__name__,
+    __doc__=_NumericDiffScorer.__doc__,
+    **{spec.name: (spec.kind, spec.default) for spec in SCHEMA},  # type: ignore[call-overload]
+)
+
+
 def _rationale(result: ScoreResult) -> str:
     nan = float("nan")
     a = nan if result.output_value is None else result.output_value
@@ -207,7 +204,7 @@ def _rationale(result: ScoreResult) -> str:
 
 def make_numeric_diff_scorer(
     *, expected_key: str = "expected", **options: Any
-) -> NumericDiffScorer:
+) -> _NumericDiffScorer:
     """A scorer for ``mlflow.genai.evaluate`` scoring ``outputs`` against ``expectations``.
 
     Each row gets two feedbacks: ``numeric_diff/score`` (the score, 0 to 1, with a rationale
@@ -223,7 +220,8 @@ def make_numeric_diff_scorer(
     (0.9762, True, 'output 41, expected 42, difference 1: score 0.97619 (pass)')
     """
     opts = Options.of(None, **options)
-    return NumericDiffScorer(expected_key=expected_key, **opts.as_dict())
+    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.as_dict())
+    return scorer
 
 
 numeric_diff_scorer = make_numeric_diff_scorer()

@@ -1,37 +1,44 @@
-"""The scoring job behind ``numdiff score`` and the MLproject: load, score, keep, log.
+"""The scoring job behind ``numdiff score`` and the MLproject: open, score, keep, report, log.
 
-Tables are read and scored batch by batch, so memory is bounded by the batch size, not the
-table. The per-item results are appended to a Parquet file in the local results folder (under a
-temporary name, renamed when complete) before anything goes to the tracking server, so a
-tracking failure loses nothing and no partial file looks complete.
+This module is engine-neutral. An engine opens the input and scores it into the results file,
+handing the results back batch by batch, in input order (`Engine`); the pandas engine streams
+on this machine (`numdiff_component.pandas_engine`), the Spark engine scores where the table
+lives (`numdiff_component.spark`). Whatever the engine, the job then adds the batches up into
+the aggregates, feeds the report, writes it next to the results, and logs the run to MLflow, so
+both engines produce the same numbers, files and run contents.
+
+The per-item results are complete in the local results folder before anything goes to the
+tracking server, so a tracking failure loses nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
-from numdiff_component.report import HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, ReportBuilder
-from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
-from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, Table, open_table
+from numdiff_component.report import ReportBuilder
+from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
     Evaluation,
     log_evaluation,
 )
+
+ENGINES = ("pandas", "spark")
+DATASET_SAMPLE_ROWS = 1_000
+"""Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,47 @@ class JobConfig:
     track: bool = True
     plots: bool = True
     batch_rows: int = DEFAULT_BATCH_ROWS
+    engine: str = "pandas"
+
+
+class Source(Protocol):
+    """An opened input: ``source`` is what the user gave, ``name`` the dataset's name."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+class Engine(Protocol):
+    """What the job needs of an engine."""
+
+    def open(self, config: JobConfig) -> Source:
+        """Check what can be checked before scoring (the input exists, its columns)."""
+        ...
+
+    def score(
+        self, table: Any, config: JobConfig, path: Path, batch_rows: int | None
+    ) -> Generator[pd.DataFrame, None, None]:
+        """Score ``table`` into the results file at ``path``, yielding the results (input
+        columns, then `RESULT_COLUMNS`) in batches in input order. The file is complete once
+        the iterator is exhausted; it is not left half-written when the iterator is closed
+        early. `StreamBroken`: read the table again with ``batch_rows=None`` (whole)."""
+        ...
+
+
+def engine_for(name: str) -> Engine:
+    """The engine called ``name`` (see `ENGINES`)."""
+    if name == "spark":
+        from numdiff_component.spark import SparkEngine
+
+        return SparkEngine()
+    if name == "pandas":
+        from numdiff_component.pandas_engine import PandasEngine
+
+        return PandasEngine()
+    raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {name!r}")
 
 
 @dataclass(frozen=True)
@@ -79,23 +127,20 @@ def results_folder(requested: str | None) -> Path:
 
 
 @dataclass
-class _Scored:
+class _Collected:
     totals: Totals
+    first: pd.DataFrame  # the first input rows, for the dataset's schema
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
-    first: pd.DataFrame  # the first rows of the input, for the dataset's schema
     report: ReportBuilder | None
 
 
-def _score_batches(
-    table: Table,
+def _collect(
+    batches: Iterator[pd.DataFrame],
     config: JobConfig,
-    path: Path,
-    batch_rows: int | None,
+    source: str,
     progress: Callable[[int], None] | None,
-) -> _Scored:
-    """Score the table batch by batch, appending results to ``path`` through a temporary file."""
-    tmp = path.with_name(f".{path.name}.partial")
-    writer: pq.ParquetWriter | None = None
+) -> _Collected:
+    """Add up the result batches: totals, the first input rows, the rows to log, the report."""
     totals, first = Totals(), None
     kept: list[pd.DataFrame] | None = []
     report = None
@@ -103,63 +148,36 @@ def _score_batches(
         report = ReportBuilder(
             config.options, config.output_col, config.expected_col, config.id_col
         )
+    for results in batches:
+        if first is None:
+            first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
+        if report is not None:
+            report.add(results)
+        totals += Totals.of(results)
+        kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
+        if kept is not None:
+            kept.append(results)
+        if progress is not None:
+            progress(totals.n)
+    if first is None:
+        raise InputError(f"no rows to score in {source!r}")
+    return _Collected(totals, first, kept, report)
+
+
+def _score(
+    engine: Engine,
+    table: Source,
+    config: JobConfig,
+    path: Path,
+    progress: Callable[[int], None] | None,
+) -> _Collected:
+    # Closed on the way out, so that an engine cleans up its files at once.
     try:
-        for batch in table.batches(batch_rows):
-            if first is None:
-                check_columns(batch.columns, config.output_col, config.expected_col)
-                _check_id_column(batch, config.id_col)
-                first = batch.head(1000)
-            results = score_frame(batch, config.output_col, config.expected_col, config.options)
-            arrow = _to_arrow(results)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, arrow.schema)
-            elif arrow.schema != writer.schema:
-                try:
-                    arrow = arrow.cast(writer.schema)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise StreamBroken from exc  # a JSON Lines column changed type
-            writer.write_table(arrow)
-            if report is not None:
-                report.add(results)
-            totals += Totals.of(results)
-            kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
-            if kept is not None:
-                kept.append(results)
-            if progress is not None:
-                progress(totals.n)
-        if writer is None or first is None:
-            raise InputError(f"no rows to score in {table.source!r}")
-        writer.close()
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc
-    finally:
-        if writer is not None and tmp.exists():
-            with contextlib.suppress(Exception):  # closing fails again when the disk is full
-                writer.close()
-            tmp.unlink(missing_ok=True)
-    return _Scored(totals, kept, first, report)
-
-
-def _to_arrow(results: pd.DataFrame) -> pa.Table:
-    """The results as an Arrow table; a column mixing types (JSON) is stored as its text."""
-    try:
-        return pa.Table.from_pandas(results, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        mixed = [
-            c
-            for c in results.columns
-            if results[c].dtype == object
-            and pd.api.types.infer_dtype(results[c]).startswith("mixed")
-        ]
-        as_text = {c: results[c].map(lambda v: v if v is None else str(v)) for c in mixed}
-        return pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
-
-
-def _check_id_column(batch: pd.DataFrame, id_col: str | None) -> None:
-    if id_col and id_col not in [str(c) for c in batch.columns]:
-        existing = ", ".join(repr(str(c)) for c in batch.columns)
-        raise InputError(f"id column {id_col!r} not found; the columns are: {existing}")
+        with closing(engine.score(table, config, path, config.batch_rows)) as batches:
+            return _collect(batches, config, table.source, progress)
+    except StreamBroken:
+        with closing(engine.score(table, config, path, None)) as batches:
+            return _collect(batches, config, table.source, progress)
 
 
 def _write_report(
@@ -171,44 +189,30 @@ def _write_report(
     try:
         return report.write(path.parent, aggregates, source)
     except OSError as exc:
-        for name in (HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD):
-            (path.parent / name).unlink(missing_ok=True)
         raise InputError(
             f"cannot write the report to {str(path.parent)!r}: {exc}; "
             f"the complete results are in {str(path)!r}"
         ) from exc
 
 
-def run_job(config: JobConfig, progress: Callable[[int], None] | None = None) -> JobOutcome:
-    """Score the table batch by batch into the local results folder, then log to MLflow.
+def run_job(
+    config: JobConfig,
+    progress: Callable[[int], None] | None = None,
+    *,
+    engine: Engine | None = None,
+) -> JobOutcome:
+    """Score the input into the local results folder with the configured engine, write the
+    report, then log to MLflow (unless ``config.track`` is false).
 
     ``progress`` is called with the number of rows scored so far after each batch.
     """
-    table = open_table(config.predictions, config.format)
+    engine = engine or engine_for(config.engine)
+    table = engine.open(config)
     path = results_folder(config.results_dir) / RESULTS_PARQUET
-    try:
-        scored = _score_batches(table, config, path, config.batch_rows, progress)
-    except StreamBroken:
-        scored = _score_batches(table, config, path, None, progress)
-    results = pd.concat(scored.kept, ignore_index=True) if scored.kept else None
-    aggregates = scored.totals.aggregates()
-    reports = _write_report(scored.report, path, aggregates, table.source)
-    evaluation = evaluation_of(
-        config, table, aggregates, path.parent, scored.totals.n, reports=tuple(reports)
-    )
-    return JobOutcome(evaluation, track(config, evaluation, scored.first, results, path))
-
-
-def evaluation_of(
-    config: JobConfig,
-    table: Any,
-    aggregates: Mapping[str, float],
-    folder: Path,
-    n_rows: int,
-    **extra: Any,
-) -> Evaluation:
-    """What a job logs, for ``table`` (anything with ``source`` and ``name``)."""
-    return Evaluation(
+    collected = _score(engine, table, config, path, progress)
+    aggregates = collected.totals.aggregates()
+    reports = _write_report(collected.report, path, aggregates, table.source)
+    evaluation = Evaluation(
         source=table.source,
         dataset_name=table.name,
         options=config.options,
@@ -216,32 +220,23 @@ def evaluation_of(
         expected_col=config.expected_col,
         id_col=config.id_col,
         aggregates=aggregates,
-        results_dir=folder,
-        n_rows=n_rows,
-        **extra,
+        results_dir=path.parent,
+        n_rows=collected.totals.n,
+        engine=config.engine,
+        reports=tuple(reports),
     )
-
-
-def track(
-    config: JobConfig,
-    evaluation: Evaluation,
-    first: pd.DataFrame,
-    results: pd.DataFrame | None,
-    path: Path,
-) -> str | None:
-    """Log to MLflow when ``config.track``: the whole input and results when ``results`` holds
-    them, else the schema of the ``first`` rows. A failure says where the results are."""
     if not config.track:
-        return None
-    inputs = first if results is None else results.drop(columns=list(RESULT_COLUMNS))
+        return JobOutcome(evaluation, None)
+    results = pd.concat(collected.kept, ignore_index=True) if collected.kept else None
+    inputs = collected.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
     try:
-        return log_evaluation(
+        run_id = log_evaluation(
             evaluation,
             inputs,
             results,
-            complete=results is not None,
             run_name=config.run_name,
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
         raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
+    return JobOutcome(evaluation, run_id)

@@ -1,9 +1,15 @@
-"""The five scoring options, validated once in one immutable object."""
+"""The scoring options (SPEC §2): declared once, validated once, in one immutable object.
+
+Each field of `Options` carries its default, its domain and its help text. Everything else is
+made from that one declaration (`SCHEMA`): the validation and its messages, the click options of
+every command, the genai scorer's fields, the pyfunc model config, and the MLproject parameters
+(checked against it by a test). Adding an option is one field here plus the code that reads it.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from numdiff_component.errors import OptionError
@@ -11,17 +17,57 @@ from numdiff_component.errors import OptionError
 Pick = Literal["first", "last"]
 Percent = Literal["keep", "fraction"]
 
-PICKS = ("first", "last")
-PERCENTS = ("keep", "fraction")
+
+def _option(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple[str, ...] = (),
+    low: float = -math.inf,
+    high: float = math.inf,
+) -> Any:
+    return field(
+        default=default, metadata={"help": help, "choices": choices, "low": low, "high": high}
+    )
 
 
-def _number(name: str, value: Any, allowed: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise OptionError(f"{name} must be a number {allowed}, got {value!r}")
-    number = float(value)
-    if not (math.isfinite(number) and low <= number <= high):
-        raise OptionError(f"{name} must be a number {allowed}, got {value!r}")
-    return number
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of the schema: its name, type, default, domain and help text."""
+
+    name: str
+    kind: type  # float, bool or str
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    low: float = -math.inf
+    high: float = math.inf
+
+    @property
+    def domain(self) -> str:
+        """The allowed values, as error messages and help texts say them."""
+        if self.kind is bool:
+            return "True or False"
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if math.isinf(self.high):
+            return f"a number >= {self.low:g}"
+        return f"a number between {self.low:g} and {self.high:g}"
+
+    def validate(self, value: Any) -> Any:
+        """``value`` in this option's type; `OptionError` naming the domain when it is not."""
+        if self.kind is bool:
+            ok = isinstance(value, bool)
+        elif self.kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if ok:
+                value = float(value)
+                ok = math.isfinite(value) and self.low <= value <= self.high
+        else:
+            ok = isinstance(value, str) and value in self.choices
+        if not ok:
+            raise OptionError(f"{self.name} must be {self.domain}, got {value!r}")
+        return value
 
 
 @dataclass(frozen=True)
@@ -36,22 +82,21 @@ class Options:
     numdiff_component.errors.OptionError: pick must be one of 'first', 'last', got 'middle'
     """
 
-    threshold: float = 0.99
-    floor: float = 1.0
-    decimal_comma: bool = False
-    pick: Pick = "first"
-    percent: Percent = "keep"
+    threshold: float = _option(
+        0.99, "A row passes when its score is at least this.", low=0.0, high=1.0
+    )
+    floor: float = _option(1.0, "Smallest denominator of the relative difference.", low=0.0)
+    decimal_comma: bool = _option(
+        False, "Read ',' as the decimal point and '.' as the grouping separator."
+    )
+    pick: Pick = _option("first", "Which number of a text to read.", choices=("first", "last"))
+    percent: Percent = _option(
+        "keep", "'fraction' reads '50 %' as 0.5.", choices=("keep", "fraction")
+    )
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "threshold", _number("threshold", self.threshold, "between 0 and 1", 0.0, 1.0))
-        set_(self, "floor", _number("floor", self.floor, ">= 0", 0.0, math.inf))
-        if not isinstance(self.decimal_comma, bool):
-            raise OptionError(f"decimal_comma must be True or False, got {self.decimal_comma!r}")
-        if self.pick not in PICKS:
-            raise OptionError(f"pick must be one of 'first', 'last', got {self.pick!r}")
-        if self.percent not in PERCENTS:
-            raise OptionError(f"percent must be one of 'keep', 'fraction', got {self.percent!r}")
+        for spec in SCHEMA:
+            object.__setattr__(self, spec.name, spec.validate(getattr(self, spec.name)))
 
     @classmethod
     def of(cls, options: Options | None = None, **overrides: Any) -> Options:
@@ -70,4 +115,9 @@ class Options:
         return asdict(self)
 
 
-OPTION_NAMES = ("threshold", "floor", "decimal_comma", "pick", "percent")
+SCHEMA: tuple[OptionSpec, ...] = tuple(
+    OptionSpec(f.name, type(f.default), f.default, **f.metadata) for f in fields(Options)
+)
+"""Every option, in declaration order."""
+
+OPTION_NAMES = tuple(spec.name for spec in SCHEMA)

@@ -13,7 +13,6 @@ The model carries a copy of this package (``code_paths``), so it loads where
 
 from __future__ import annotations
 
-import contextlib
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -25,21 +24,18 @@ from mlflow.models.model import ModelInfo
 from mlflow.pyfunc import PythonModel, PythonModelContext
 from mlflow.types import ColSpec, Schema
 
-from numdiff_component.errors import InputError, TrackingError, first_line
+from numdiff_component.errors import missing_column
 from numdiff_component.options import Options
-from numdiff_component.scoring import score_frame
-from numdiff_component.tracking import bound_http_retries, experiment_id
+from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA, score_frame
+from numdiff_component.tracking import mlflow_run
 
 INPUT_COLUMNS = ("output", "expected")
-OUTPUT_COLUMNS = ("score", "passed", "label", "output_value", "expected_value", "abs_error")
-_OUTPUT_TYPES = ("double", "boolean", "string", "double", "double", "double")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
+_COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string"}
 
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
-    outputs=Schema(
-        [ColSpec(kind, name) for kind, name in zip(_OUTPUT_TYPES, OUTPUT_COLUMNS, strict=True)]
-    ),
+    outputs=Schema([ColSpec(_COLSPEC_TYPES[str(f.type)], f.name) for f in RESULT_SCHEMA]),
 )
 INPUT_EXAMPLE = pd.DataFrame(
     {"output": ["The answer is 42.", "0.0302", "twelve"], "expected": ["42", "0.03024", "12"]}
@@ -49,9 +45,9 @@ INPUT_EXAMPLE = pd.DataFrame(
 class NumericDiffModel(PythonModel):
     """Scores ``output`` against ``expected`` row by row, with the options of its model config.
 
-    ``predict`` returns one row per input row, in input order, with the columns ``score``,
-    ``passed``, ``label``, ``output_value``, ``expected_value`` and ``abs_error``: the same
-    numbers as `score_frame`. Other input columns are ignored.
+    ``predict`` returns one row per input row, in input order, with the result columns of
+    `score_frame` (`RESULT_COLUMNS`, in that order) and the same numbers. Other input columns
+    are ignored.
 
     >>> model = NumericDiffModel(Options(threshold=0.9))
     >>> frame = pd.DataFrame({"output": ["It is 41.", "n/a"], "expected": ["42", "1"]})
@@ -74,13 +70,12 @@ class NumericDiffModel(PythonModel):
     ) -> pd.DataFrame:
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
-        missing = [c for c in INPUT_COLUMNS if c not in model_input.columns]
-        if missing:
-            existing = ", ".join(repr(str(c)) for c in model_input.columns) or "none"
-            raise InputError(f"input needs the columns 'output' and 'expected'; it has {existing}")
+        for name in INPUT_COLUMNS:
+            if name not in model_input.columns:
+                raise missing_column(name, name, model_input.columns)
         frame = model_input[list(INPUT_COLUMNS)].reset_index(drop=True)
         results = score_frame(frame, "output", "expected", self.options)
-        return results[list(OUTPUT_COLUMNS)]
+        return results[list(RESULT_COLUMNS)]
 
 
 def _pip_requirements() -> list[str]:
@@ -96,23 +91,23 @@ def log_numeric_diff_model(
 ) -> ModelInfo:
     """Log a `NumericDiffModel` with these options to MLflow; its ``ModelInfo``.
 
-    ``options`` are the five options of SPEC §2, validated first (`OptionError`) and stored as
-    the model config. The model goes to the active run, or to a new run (named ``run_name``, in
-    ``experiment_name`` when given; both are used only for a new run). It has a signature
+    ``options`` are the scoring options of SPEC §2 (`Options`), validated first (`OptionError`)
+    and stored as the model config. The model goes to the active run, or to a new run (named
+    ``run_name``, in ``experiment_name`` when given; both are used only for a new run). It has
+    a signature
     (``output``, ``expected`` strings in; the six result columns out) and an input example.
     ``ModelInfo.model_uri`` (``models:/<model_id>``) is what ``mlflow models serve -m`` and
     ``mlflow.pyfunc.load_model`` take; ``runs:/<run_id>/<name>`` works as well. A tracking
     failure raises `TrackingError`.
     """
     opts = Options.of(None, **options)
-    bound_http_retries()
-    started = None
-    try:
-        if mlflow.active_run() is None:
-            started = mlflow.start_run(
-                run_name=run_name, experiment_id=experiment_id(experiment_name)
-            )
-        info = mlflow.pyfunc.log_model(
+    with mlflow_run(
+        run_name=run_name,
+        experiment_name=experiment_name,
+        use_active=True,
+        what="log the model to MLflow",
+    ):
+        return mlflow.pyfunc.log_model(
             name=name,
             python_model=NumericDiffModel(opts),
             model_config=opts.as_dict(),
@@ -121,16 +116,6 @@ def log_numeric_diff_model(
             code_paths=[str(Path(__file__).parent)],
             pip_requirements=_pip_requirements(),
         )
-        if started is not None:
-            mlflow.end_run()
-        return info
-    except Exception as exc:
-        if started is not None:
-            with contextlib.suppress(Exception):  # the server is gone; nothing more to tell
-                mlflow.end_run(status="FAILED")
-        raise TrackingError(
-            f"could not log the model to MLflow at {mlflow.get_tracking_uri()}: {first_line(exc)}"
-        ) from exc
 
 
 __all__ = ["SIGNATURE", "NumericDiffModel", "log_numeric_diff_model"]

@@ -11,11 +11,23 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column, parse_number
 
-RESULT_COLUMNS = ("output_value", "expected_value", "abs_error", "score", "passed", "label")
+RESULT_SCHEMA = pa.schema(
+    [
+        ("output_value", pa.float64()),
+        ("expected_value", pa.float64()),
+        ("abs_error", pa.float64()),
+        ("score", pa.float64()),
+        ("passed", pa.bool_()),
+        ("label", pa.string()),
+    ]
+)
+"""The result columns of every entry point: names, order and types. Inside the core "no number"
+is NaN; in files and Spark, where Arrow writes it, it is null."""
+RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
 PASS, FAIL, UNPARSEABLE = "pass", "fail", "unparseable"
 
 
@@ -97,7 +109,9 @@ def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np
     return {**columns, "label": np.array(_LABELS, dtype=object)[codes]}
 
 
-def check_columns(columns: Any, output_col: str, expected_col: str) -> None:
+def check_columns(
+    columns: Any, output_col: str, expected_col: str, id_col: str | None = None
+) -> None:
     """Raise `InputError` when a column is missing or an input column has a result's name."""
     names = [str(c) for c in columns]
     duplicated = sorted({c for c in names if names.count(c) > 1})
@@ -105,13 +119,12 @@ def check_columns(columns: Any, output_col: str, expected_col: str) -> None:
         raise InputError(
             f"duplicate column name {duplicated[0]!r}; every column needs its own name"
         )
-    for role, name in (("output", output_col), ("expected", expected_col)):
+    roles = [("output", output_col, " (choose with --output-col)")]
+    roles += [("expected", expected_col, " (choose with --expected-col)")]
+    roles += [("id", id_col, "")] if id_col else []
+    for role, name, hint in roles:
         if name not in names:
-            existing = ", ".join(repr(c) for c in names) or "none"
-            raise InputError(
-                f"{role} column {name!r} not found; the columns are: {existing} "
-                f"(choose with --{role}-col)"
-            )
+            raise missing_column(role, name, names, hint)
     clash = [c for c in RESULT_COLUMNS if c in names]
     if clash:
         raise InputError(

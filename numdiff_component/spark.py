@@ -14,33 +14,44 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError, first_line
-from numdiff_component.job import JobConfig, evaluation_of, results_folder, track
+from numdiff_component.errors import InputError, first_line, missing_column
 from numdiff_component.options import Options
 from numdiff_component.parse import parse_column
-from numdiff_component.scoring import RESULT_COLUMNS, UNPARSEABLE, check_columns, score_values
-from numdiff_component.tables import FORMATS, detect_format, local_path, open_table
-from numdiff_component.tracking import (
-    LOG_TABLE_MAX_ROWS,
-    RESULTS_PARQUET,
-    Evaluation,
+from numdiff_component.scoring import (
+    RESULT_COLUMNS,
+    RESULT_SCHEMA,
+    UNPARSEABLE,
+    check_columns,
+    score_values,
 )
+from numdiff_component.tables import (
+    DEFAULT_BATCH_ROWS,
+    FORMATS,
+    detect_format,
+    local_path,
+    open_table,
+)
+
+if TYPE_CHECKING:
+    from numdiff_component.job import JobConfig
 
 try:
     from pyspark.errors import PySparkException
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, DoubleType, StringType, StructField, StructType
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the Spark engine needs pyspark: pip install 'numdiff_component[spark]'"
@@ -53,18 +64,7 @@ try:  # classic Spark may raise a raw Java error (e.g. reading a broken Parquet 
 except ImportError:  # pragma: no cover - a Spark Connect client has no py4j
     _SPARK_ERRORS = (PySparkException, OSError)
 
-DATASET_SAMPLE_ROWS = 1_000
-"""Rows of a large input whose schema is logged as the MLflow dataset, as the pandas engine does."""
-
-_RESULT_TYPES = {
-    "output_value": (DoubleType(), pa.float64()),
-    "expected_value": (DoubleType(), pa.float64()),
-    "abs_error": (DoubleType(), pa.float64()),
-    "score": (DoubleType(), pa.float64()),
-    "passed": (BooleanType(), pa.bool_()),
-    "label": (StringType(), pa.string()),
-}
-RESULT_FIELDS = tuple(StructField(name, _RESULT_TYPES[name][0]) for name in RESULT_COLUMNS)
+RESULT_FIELDS = tuple(StructField(f.name, from_arrow_type(f.type)) for f in RESULT_SCHEMA)
 
 
 def spark_session() -> SparkSession:
@@ -78,14 +78,14 @@ def spark_session() -> SparkSession:
         return active
     from pyspark import SparkConf
 
-    # Workers run the interpreter that runs this code, so they import the same packages.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("numdiff").config(
         "spark.sql.execution.arrow.pyspark.enabled", "true"
     )
     if "SPARK_REMOTE" not in os.environ and not SparkConf().contains("spark.master"):
         builder = (
             builder.master("local[2]")
+            # Workers run the interpreter that runs this code, so they import the same packages.
+            .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
@@ -96,8 +96,10 @@ def spark_session() -> SparkSession:
     return builder.getOrCreate()
 
 
-def _check_spark_columns(sdf: DataFrame, output_col: str, expected_col: str) -> None:
-    check_columns(sdf.columns, output_col, expected_col)
+def _check_spark_columns(
+    sdf: DataFrame, output_col: str, expected_col: str, id_col: str | None = None
+) -> None:
+    check_columns(sdf.columns, output_col, expected_col, id_col)
     if (sdf.sparkSession.conf.get("spark.sql.caseSensitive") or "false").lower() == "true":
         return
     # Spark matches names ignoring case: 'Score' and 'score' could not both be in the results.
@@ -136,8 +138,8 @@ def _score_batch(
     results = score_values(a, b, options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
-        pa.array(results[name], type=_RESULT_TYPES[name][1], from_pandas=True)
-        for name in RESULT_COLUMNS
+        pa.array(results[f.name], type=f.type, from_pandas=True)
+        for f in RESULT_SCHEMA
     ]
     return pa.RecordBatch.from_arrays(
         [*batch.columns, *arrays], names=[*batch.schema.names, *RESULT_COLUMNS]
@@ -184,10 +186,8 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
     needed = ("score", "passed", "label", "abs_error")
     missing = [name for name in needed if name not in results.columns]
     if missing:
-        raise InputError(
-            f"results column {missing[0]!r} not found; aggregate the output of score_spark "
-            f"(needs {', '.join(needed)})"
-        )
+        hint = f"; aggregate the output of score_spark (needs {', '.join(needed)})"
+        raise missing_column("results", missing[0], results.columns, hint)
     parsed = F.col("label") != F.lit(UNPARSEABLE)
     row = results.agg(
         F.count(F.lit(1)).alias("n"),
@@ -296,51 +296,35 @@ def load_spark_table(
     return SparkTable(frame, source, name.split(".")[0] or "predictions", fmt)
 
 
-@dataclass(frozen=True)
-class SparkJobOutcome:
-    """What the Spark job produced; ``results`` reads the written Parquet folder back."""
+class SparkEngine:
+    """The job's Spark engine: reads with Spark, scores with `score_spark`, writes the results
+    as a Parquet folder of part files, then hands them back to the job batch by batch (read on
+    the driver with pyarrow, in bounded memory), so the job adds up and reports them exactly as
+    it does for the pandas engine. On a cluster, the results folder must be one the driver and
+    the executors share."""
 
-    evaluation: Evaluation
-    results: DataFrame
-    run_id: str | None
+    def __init__(self, spark: SparkSession | None = None) -> None:
+        self.spark = spark
 
-    @property
-    def results_path(self) -> Path:
-        return self.evaluation.results_dir / RESULTS_PARQUET
+    def open(self, config: JobConfig) -> SparkTable:
+        table = load_spark_table(config.predictions, config.format, self.spark)
+        _check_spark_columns(table.frame, config.output_col, config.expected_col, config.id_col)
+        return table
 
-
-def run_spark_job(config: JobConfig, spark: SparkSession | None = None) -> SparkJobOutcome:
-    """Read, score, write the results as a Parquet folder, aggregate, then log to MLflow.
-
-    The Spark counterpart of `numdiff_component.job.run_job`, with the same `JobConfig`: the same
-    options, columns, results folder and MLflow run contents. The results are written to
-    ``<results_dir>/results.parquet/`` (a folder of part files) before anything goes to the
-    tracking server; on a cluster, ``results_dir`` must be a folder the driver and the executors
-    share. As in the pandas engine, tables of up to 100,000 rows are logged whole (dataset and
-    results table); a larger one logs the schema of its first rows as the dataset.
-    """
-    spark = spark or spark_session()
-    table = load_spark_table(config.predictions, config.format, spark)
-    columns = table.frame.columns
-    if config.id_col and config.id_col not in columns:
-        existing = ", ".join(repr(c) for c in columns)
-        raise InputError(f"id column {config.id_col!r} not found; the columns are: {existing}")
-    results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
-    folder = results_folder(config.results_dir)
-    path = folder / RESULTS_PARQUET
-    try:
-        sample = cast(pd.DataFrame, table.frame.limit(DATASET_SAMPLE_ROWS).toPandas())
-        if sample.empty:
-            raise InputError(f"no rows to score in {table.source!r}")
-        # A file: URI, so that Spark writes where the driver (and MLflow) will read.
-        results.write.mode("overwrite").parquet(path.resolve().as_uri())
-        written = spark.read.parquet(path.resolve().as_uri())
-        aggregates = aggregate_spark(written)
-    except _SPARK_ERRORS as exc:
-        raise InputError(f"cannot score {table.source!r} with Spark: {first_line(exc)}") from exc
-    n_rows = int(aggregates["n_rows"])
-    evaluation = evaluation_of(
-        config, table, aggregates, folder, n_rows, extra_params={"engine": "spark"}
-    )
-    whole = pd.read_parquet(path) if config.track and n_rows <= LOG_TABLE_MAX_ROWS else None
-    return SparkJobOutcome(evaluation, written, track(config, evaluation, sample, whole, path))
+    def score(
+        self, table: SparkTable, config: JobConfig, path: Path, batch_rows: int | None
+    ) -> Generator[pd.DataFrame, None, None]:
+        results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
+        try:
+            # A file: URI, so that Spark writes where the driver (and MLflow) will read.
+            results.write.mode("overwrite").parquet(path.resolve().as_uri())
+        except _SPARK_ERRORS as exc:
+            raise InputError(
+                f"cannot score {table.source!r} with Spark: {first_line(exc)}"
+            ) from exc
+        # Part files in name order are the partitions in order: the input's order.
+        files = sorted(str(p) for p in path.glob("part-*.parquet"))
+        batches = ds.dataset(files, format="parquet").to_batches(
+            batch_size=batch_rows or DEFAULT_BATCH_ROWS
+        )
+        yield from (batch.to_pandas() for batch in batches if batch.num_rows)

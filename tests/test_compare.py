@@ -14,12 +14,8 @@ from click.testing import CliRunner
 
 from numdiff_component import InputError, score_frame
 from numdiff_component.cli import cli
-from numdiff_component.compare import (
-    _log_space_p_value,
-    align,
-    compare_results,
-    mcnemar_p_value,
-)
+from numdiff_component.compare import align, compare_results, mcnemar_p_value
+from numdiff_component.compare_render import to_json
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
@@ -33,8 +29,10 @@ def pair(n: int, regress: set[int], improve: set[int]) -> tuple[pd.DataFrame, pd
     """
     ids = [f"item-{i:04d}" for i in range(n)]
     expected = [str(i + 10) for i in range(n)]
+
     def output(i: int, good: bool) -> str:
         return expected[i] if good else str(i + 20)
+
     both_fail = {i for i in range(0, n, 5)} - regress - improve
     a = [output(i, i not in improve and i not in both_fail) for i in range(n)]
     b = [output(i, i not in regress and i not in both_fail) for i in range(n)]
@@ -74,10 +72,14 @@ def test_a_shuffled_table_matched_by_position_is_pointed_out() -> None:
     [
         (lambda b: b.iloc[:-1], "run A has 20 rows and run B 19"),
         (lambda b: b.drop(columns="id"), "id column 'id' not in run B"),
-        (lambda b: b.assign(id=b["id"].where(b.index != 4, "item-9999")),
-         r"1 only in A \(e.g. 'item-0004'\), 1 only in B \(e.g. 'item-9999'\)"),
-        (lambda b: b.assign(id=b["id"].where(b.index != 4, "item-0005")),
-         "run B has duplicate ids in 'id' \\(e.g. 'item-0005'"),
+        (
+            lambda b: b.assign(id=b["id"].where(b.index != 4, "item-9999")),
+            r"1 only in A \(e.g. 'item-0004'\), 1 only in B \(e.g. 'item-9999'\)",
+        ),
+        (
+            lambda b: b.assign(id=b["id"].where(b.index != 4, "item-0005")),
+            "run B has duplicate ids in 'id' \\(e.g. 'item-0005'",
+        ),
         (lambda b: b.assign(id=b["id"].where(b.index != 4, None)), "run B has rows with no 'id'"),
         (lambda b: b.drop(columns="score"), "run B is not a numeric diff results table"),
     ],
@@ -99,24 +101,31 @@ def test_noise_is_not_flagged_and_a_large_change_is() -> None:
     planted = set(range(1, 200, 5))  # 40 regressions against 2 improvements
     large = compare_results(*pair(1000, regress=planted, improve={2, 3}), id_col="id")
     assert large.beyond_noise and large.p_value < 1e-8
-    assert large.to_dict()["test"]["beyond_noise"] is True
+    assert to_json(large)["test"]["beyond_noise"] is True
 
 
 @pytest.mark.parametrize(
     ("b", "c", "p"),
-    [(0, 0, 1.0), (1, 0, 1.0), (3, 1, 0.625), (10, 0, 2 / 1024), (0, 10, 2 / 1024),
-     (12, 2, 2 * sum(math.comb(14, i) for i in range(3)) / 2**14)],
+    [
+        (0, 0, 1.0),
+        (1, 0, 1.0),
+        (3, 1, 0.625),
+        (10, 0, 2 / 1024),
+        (0, 10, 2 / 1024),
+        (12, 2, 2 * sum(math.comb(14, i) for i in range(3)) / 2**14),
+    ],
 )
 def test_mcnemar_exact_p_values(b: int, c: int, p: float) -> None:
     assert mcnemar_p_value(b, c) == pytest.approx(p, rel=1e-12)
 
 
 @pytest.mark.parametrize(("n", "k"), [(40, 3), (5000, 2400), (5000, 2500), (4000, 10)])
-def test_log_space_p_value_equals_the_exact_sum(n: int, k: int) -> None:
-    assert _log_space_p_value(n, k) == pytest.approx(mcnemar_p_value(n - k, k), rel=1e-9)
+def test_p_value_equals_the_exact_binomial_sum(n: int, k: int) -> None:
+    exact = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+    assert mcnemar_p_value(n - k, k) == pytest.approx(exact, rel=1e-9)
 
 
-def test_large_counts_use_log_space_and_stay_in_range() -> None:
+def test_large_counts_stay_in_range() -> None:
     assert mcnemar_p_value(500_000, 500_000) == pytest.approx(1.0)
     assert 0.0 <= mcnemar_p_value(600_000, 400_000) < 1e-300
 
@@ -124,7 +133,7 @@ def test_large_counts_use_log_space_and_stay_in_range() -> None:
 def test_to_dict_is_json_with_ids_and_no_nan() -> None:
     a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
     b = results(["x", "y", "z"], ["9", "2", "?"], ["1", "2", "3"])
-    summary = json.loads(json.dumps(compare_results(a, b, id_col="id").to_dict(), allow_nan=False))
+    summary = json.loads(json.dumps(to_json(compare_results(a, b, id_col="id")), allow_nan=False))
     assert [r["id"] for r in summary["regressed"]] == ["x", "z"]  # z: unparseable in B
     assert [r["id"] for r in summary["improved"]] == ["y"]
     assert summary["aggregates"]["n_unparseable"] == {"a": 1, "b": 1, "diff": 0}
@@ -149,8 +158,14 @@ def log_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
     folder.mkdir()
     score_frame(table).to_parquet(folder / "results.parquet", index=False)
     with mlflow.start_run(run_name=name) as run:
-        mlflow.log_params({"numeric_diff/id_col": "id", "numeric_diff/output_col": "output",
-                           "numeric_diff/expected_col": "expected", "numeric_diff/threshold": 0.99})
+        mlflow.log_params(
+            {
+                "numeric_diff/id_col": "id",
+                "numeric_diff/output_col": "output",
+                "numeric_diff/expected_col": "expected",
+                "numeric_diff/threshold": 0.99,
+            }
+        )
         mlflow.log_artifact(str(folder / "results.parquet"), artifact_path="numeric_diff")
     return str(run.info.run_id)
 
@@ -214,16 +229,24 @@ def test_cli_compare_bad_input_is_one_line_and_exit_2(
     # A local file has no params: the id column of run A is used, as both tables hold it.
     code, out, err = invoke("compare", two_runs[0], str(local_b), "--json")
     assert code == 0 and json.loads(out)["matched_by"] == {"id_col": "id"}, err
-    code, out, err = invoke("compare", str(tmp_path / "a" / "results.parquet"), str(local_b),
-                            "--id-col", "id", "--json")
+    code, out, err = invoke(
+        "compare", str(tmp_path / "a" / "results.parquet"), str(local_b), "--id-col", "id", "--json"
+    )
     assert code == 0 and [r["id"] for r in json.loads(out)["regressed"]] == ["q02", "q05"]
 
 
 def test_many_rows_in_another_order_are_paired_by_id() -> None:
     n = 200_000
     rng = np.random.default_rng(0)
-    a = pd.DataFrame({"id": rng.permutation(n).astype(str), "score": rng.random(n),
-                      "abs_error": 0.1, "output_value": 1.0, "expected_value": 1.0})
+    a = pd.DataFrame(
+        {
+            "id": rng.permutation(n).astype(str),
+            "score": rng.random(n),
+            "abs_error": 0.1,
+            "output_value": 1.0,
+            "expected_value": 1.0,
+        }
+    )
     b = a.assign(score=rng.random(n))
     for side in (a, b):
         side["passed"] = side["score"] >= 0.5

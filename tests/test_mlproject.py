@@ -15,6 +15,7 @@ import yaml
 from mlflow import MlflowClient
 
 from numdiff_component.cli import score
+from numdiff_component.options import SCHEMA, OptionSpec
 from numdiff_component.tables import sample_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,21 @@ def test_entry_point_parameters_map_one_to_one_onto_cli_options() -> None:
         if isinstance(option, click.Option):
             flag = option.opts[0]
             assert f"{flag} {{{name}}}" in MLPROJECT["entry_points"]["main"]["command"], name
+
+
+@pytest.mark.parametrize("spec", SCHEMA, ids=lambda spec: spec.name)
+def test_every_scoring_option_is_an_entry_point_parameter(spec: OptionSpec) -> None:
+    parameter = PARAMETERS[spec.name]
+    if spec.kind is float:
+        assert parameter["type"] == "float"
+        assert float(parameter["default"]) == spec.default
+    else:  # MLproject has no boolean type: a bool is the text the CLI reads
+        assert parameter["type"] == "string"
+        assert str(parameter["default"]) == str(spec.default).lower()
+    if spec.choices:
+        assert parameter["default"] in spec.choices
+    flag = "--" + spec.name.replace("_", "-")
+    assert f"{flag} {{{spec.name}}}" in MLPROJECT["entry_points"]["main"]["command"]
 
 
 def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:

@@ -29,7 +29,8 @@ from numdiff_component import (
     score_frame,
 )
 from numdiff_component.cli import cli
-from numdiff_component.pyfunc import OUTPUT_COLUMNS, SIGNATURE, log_numeric_diff_model
+from numdiff_component.pyfunc import SIGNATURE, log_numeric_diff_model
+from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 TABLE = pd.DataFrame(
@@ -63,7 +64,8 @@ def test_predict_ignores_other_columns_and_the_index() -> None:
 
 
 def test_predict_names_the_missing_column() -> None:
-    with pytest.raises(InputError, match="needs the columns 'output' and 'expected'; it has 'out'"):
+    message = "output column 'output' not found; the columns are: 'out', 'expected'"
+    with pytest.raises(InputError, match=message):
         NumericDiffModel().predict(None, pd.DataFrame({"out": ["1"], "expected": ["1"]}))
 
 

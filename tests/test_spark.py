@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,13 @@ import pytest
 pytest.importorskip("pyspark")
 
 from numdiff_component import InputError, OptionError, aggregate, score_frame
-from numdiff_component.job import JobConfig
+from numdiff_component.job import JobConfig, JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.spark import (
+    SparkEngine,
     aggregate_spark,
     load_spark_table,
-    run_spark_job,
     score_spark,
     spark_format,
     spark_session,
@@ -330,11 +331,23 @@ def test_unreadable_sources(spark: Any, tmp_path: Path) -> None:
         load_spark_table(str(tmp_path / "broken.parquet"), spark=spark).frame.count()
 
 
+def run_spark_job(config: JobConfig, spark: Any) -> JobOutcome:
+    return run_job(replace(config, engine="spark"), engine=SparkEngine(spark))
+
+
 def test_run_spark_job_empty_table(spark: Any, tmp_path: Path) -> None:
     pq.write_table(typed_table().slice(0, 0), tmp_path / "empty.parquet")
     config = JobConfig(predictions=str(tmp_path / "empty.parquet"), track=False)
     with pytest.raises(InputError, match="no rows to score in"):
         run_spark_job(config, spark)
+
+
+def test_spark_job_honours_no_plots(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    config = JobConfig(results_dir=str(out), track=False, plots=False)
+    outcome = run_spark_job(config, spark)
+    assert outcome.evaluation.reports == ()
+    assert sorted(p.name for p in out.iterdir()) == ["results.parquet"]
 
 
 def test_run_spark_job_end_to_end(
@@ -373,7 +386,7 @@ def test_run_spark_job_end_to_end(
     assert_same_results(written, want)
     want_aggregates = aggregate(want)
     assert outcome.evaluation.aggregates == pytest.approx(want_aggregates, rel=1e-12, nan_ok=True)
-    assert outcome.results.count() == N
+    assert spark.read.parquet(str(outcome.results_path)).count() == N
 
     assert outcome.run_id is not None
     assert mlflow.get_tracking_uri().startswith("sqlite:")
@@ -390,7 +403,10 @@ def test_run_spark_job_end_to_end(
     assert dataset.dataset.name == "preds"
     assert [tag.value for tag in dataset.tags] == ["evaluation"]
     logged = {a.path for a in client.list_artifacts(outcome.run_id, "numeric_diff")}
-    assert logged == {"numeric_diff/results.parquet", "numeric_diff/results.json"}
+    report = {"score_histogram.png", "output_vs_expected.png", "summary.md"}
+    assert {"numeric_diff/results.parquet", "numeric_diff/results.json"} <= logged
+    assert {f"numeric_diff/{name}" for name in report} <= logged
+    assert report <= {p.name for p in (tmp_path / "out").iterdir()}
     parts = client.list_artifacts(outcome.run_id, "numeric_diff/results.parquet")
     local = Path(
         mlflow.artifacts.download_artifacts(

@@ -1,0 +1,79 @@
+"""The pandas engine: streams the table on this machine, batch by batch, in bounded memory.
+
+Each batch is scored by `score_frame` and appended to the results Parquet file under a
+temporary name, renamed when complete, so no partial file ever looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from numdiff_component.errors import InputError
+from numdiff_component.scoring import check_columns, score_frame
+from numdiff_component.tables import StreamBroken, Table, open_table
+
+if TYPE_CHECKING:
+    from numdiff_component.job import JobConfig
+
+
+class PandasEngine:
+    """Reads with `numdiff_component.tables` and scores with `score_frame`."""
+
+    def open(self, config: JobConfig) -> Table:
+        return open_table(config.predictions, config.format)
+
+    def score(
+        self, table: Table, config: JobConfig, path: Path, batch_rows: int | None
+    ) -> Generator[pd.DataFrame, None, None]:
+        tmp = path.with_name(f".{path.name}.partial")
+        writer: pq.ParquetWriter | None = None
+        try:
+            for batch in table.batches(batch_rows):
+                if writer is None:
+                    check_columns(
+                        batch.columns, config.output_col, config.expected_col, config.id_col
+                    )
+                results = score_frame(batch, config.output_col, config.expected_col, config.options)
+                arrow = _to_arrow(results)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, arrow.schema)
+                elif arrow.schema != writer.schema:
+                    try:
+                        arrow = arrow.cast(writer.schema)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                        raise StreamBroken from exc  # a JSON Lines column changed type
+                writer.write_table(arrow)
+                yield results
+            if writer is not None:
+                writer.close()
+                os.replace(tmp, path)
+        except OSError as exc:
+            raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc
+        finally:
+            if writer is not None and tmp.exists():
+                with contextlib.suppress(Exception):  # closing fails again when the disk is full
+                    writer.close()
+                tmp.unlink(missing_ok=True)
+
+
+def _to_arrow(results: pd.DataFrame) -> pa.Table:
+    """The results as an Arrow table; a column mixing types (JSON) is stored as its text."""
+    try:
+        return pa.Table.from_pandas(results, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        mixed = [
+            c
+            for c in results.columns
+            if results[c].dtype == object
+            and pd.api.types.infer_dtype(results[c]).startswith("mixed")
+        ]
+        as_text = {c: results[c].map(lambda v: v if v is None else str(v)) for c in mixed}
+        return pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
