@@ -81,6 +81,17 @@ class Totals:
         }
 
 
+def pass_rate_stderr(pass_rate: float, n: float) -> float:
+    """Standard error of a pass rate, as ``mean_score_stderr`` is of the mean scores: the
+    sample standard deviation of the pass/fail indicator over √n, √(p(1-p)/(n-1)); NaN when
+    n < 2.
+
+    >>> round(pass_rate_stderr(0.75, 4), 4)
+    0.25
+    """
+    return math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
+
+
 def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, float]:
     """Aggregate scored rows: ``mean_score``, ``pass_rate``, ``mae``, ``mean_score_stderr``,
     ``n_rows``, ``n_unparseable`` (SPEC §3).

@@ -38,9 +38,14 @@ def _guarded(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (NumdiffError, TrackingError) as exc:
+            code = EXIT_TRACKING if isinstance(exc, TrackingError) else EXIT_INPUT
+            if code == EXIT_INPUT and os.environ.get("MLFLOW_RUN_ID"):
+                from numdiff_component.tracking import record_failure
+
+                record_failure(str(exc), code)
             if os.environ.get("NUMDIFF_TRACEBACK"):
                 raise
-            _fail(str(exc), EXIT_TRACKING if isinstance(exc, TrackingError) else EXIT_INPUT)
+            _fail(str(exc), code)
 
     return wrapper  # type: ignore[return-value]
 
@@ -60,18 +65,15 @@ def cli() -> None:
         os.environ.setdefault(key, value)
 
 
-def _rate_stderr(rate: float, n: float) -> float:
-    """Standard error of a pass rate, as ``mean_score_stderr`` is of the mean (ddof=1)."""
-    return math.sqrt(rate * (1 - rate) / (n - 1)) if n > 1 else math.nan
-
-
 def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str]:
     """The aggregates as an aligned table, each with its standard error where one exists."""
+    from numdiff_component.aggregate import pass_rate_stderr
+
     n = aggregates["n_rows"]
     rate = aggregates["pass_rate"]
     rows = [
         ("mean_score", f"{aggregates['mean_score']:.4f}", aggregates["mean_score_stderr"], ""),
-        ("pass_rate", f"{rate:.4f}", _rate_stderr(rate, n), f"score >= {threshold:g}"),
+        ("pass_rate", f"{rate:.4f}", pass_rate_stderr(rate, n), f"score >= {threshold:g}"),
         (
             "mae",
             "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
@@ -90,15 +92,9 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
 
 def _click_option(spec: OptionSpec) -> Callable[[F], F]:
     flag = "--" + spec.name.replace("_", "-")
-    if spec.kind is bool:  # a plain flag, or an explicit value (the MLproject passes one)
+    if spec.kind is bool:  # --x/--no-x; --x=true|false too (`_Command`), as the MLproject passes
         return click.option(
-            flag,
-            type=click.BOOL,
-            is_flag=False,
-            flag_value=True,
-            default=spec.default,
-            show_default=True,
-            help=spec.help,
+            f"{flag}/--no-{flag[2:]}", default=spec.default, show_default=True, help=spec.help
         )
     if spec.kind is float:
         return click.option(
@@ -115,6 +111,28 @@ def _click_option(spec: OptionSpec) -> Callable[[F], F]:
         metavar="[" + "|".join(spec.choices) + "]",
         help=spec.help,
     )
+
+
+class _Command(click.Command):
+    """A command whose boolean flags also take ``--flag=true`` / ``--flag=false``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, [_flag_value(arg) for arg in args])
+
+
+_FLAGS = {"--" + spec.name.replace("_", "-") for spec in SCHEMA if spec.kind is bool}
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
+
+
+def _flag_value(arg: str) -> str:
+    flag, equals, value = arg.partition("=")
+    if not equals or flag not in _FLAGS:
+        return arg
+    if value.lower() in _TRUE:
+        return flag
+    if value.lower() in _FALSE:
+        return "--no-" + flag[2:]
+    raise click.BadParameter(f"{value!r} is not true or false", param_hint=f"'{flag}'")
 
 
 def scoring_options(func: F) -> F:
@@ -156,7 +174,7 @@ class _Progress:
         click.echo(err=True)
 
 
-@cli.command()
+@cli.command(cls=_Command)
 @_guarded
 @click.argument("predictions", required=False, default="")
 @click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
@@ -202,7 +220,12 @@ class _Progress:
     help="pandas: stream on this machine; spark: Spark (local[2], or the cluster of spark-submit).",
 )
 @click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Print nothing but errors (and the results path when --results-dir is not given).",
+)
 def score(
     predictions: str,
     output_col: str,
@@ -223,12 +246,15 @@ def score(
     PREDICTIONS is a local path, a URI pandas reads (s3://, https://...) or runs:/<run_id>/<path>
     (an artifact of an earlier run). Without it, the sample table inside the package is scored.
     """
-    from numdiff_component.job import JobConfig, run_job
-
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
-    if quiet:
+    if quiet:  # MLflow's own messages too ("Creating initial MLflow database tables...")
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    from numdiff_component.job import JobConfig, run_job
+    from numdiff_component.tracking import check_store_location
+
+    check_store_location()
     config = JobConfig(
         predictions=predictions or None,
         output_col=output_col,
@@ -241,6 +267,7 @@ def score(
         run_name=run_name,
         plots=not no_plots,
         engine=engine,
+        fail_under=fail_under or None,  # 0: no gate
     )
     if engine == "spark":
         import warnings
@@ -258,7 +285,9 @@ def score(
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
         click.echo(f"  {'results':<12} {outcome.results_path}")
-    if aggregates["pass_rate"] < fail_under:
+    elif not results_dir:  # a new temporary folder: nobody could find it otherwise
+        click.echo(outcome.results_path)
+    if outcome.evaluation.gate == "failed":
         _fail(
             f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
             EXIT_GATE,
@@ -268,7 +297,7 @@ def score(
 # Further commands (log-model, compare) are defined below this line, one function each.
 
 
-@cli.command("log-model")
+@cli.command("log-model", cls=_Command)
 @_guarded
 @click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
 @scoring_options

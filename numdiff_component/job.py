@@ -28,7 +28,7 @@ from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
 from numdiff_component.report import ReportBuilder
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken
+from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     RESULTS_PARQUET,
@@ -58,6 +58,11 @@ class JobConfig:
     plots: bool = True
     batch_rows: int = DEFAULT_BATCH_ROWS
     engine: str = "pandas"
+    fail_under: float | None = None  # the quality gate: pass rate at least this
+
+    def results_metadata(self) -> dict[str, str]:
+        """What the results file records about how it was made (compare reads ``id_col``)."""
+        return {"numdiff.id_col": self.id_col or "", "numdiff.options": repr(self.options)}
 
 
 class Source(Protocol):
@@ -195,6 +200,12 @@ def _write_report(
         ) from exc
 
 
+def absolute(source: str) -> str:
+    """``source`` as an absolute path when it names a local file, else as given (a URI)."""
+    local = local_path(source)
+    return os.path.abspath(local) if local is not None and local == source else source
+
+
 def run_job(
     config: JobConfig,
     progress: Callable[[int], None] | None = None,
@@ -213,7 +224,7 @@ def run_job(
     aggregates = collected.totals.aggregates()
     reports = _write_report(collected.report, path, aggregates, table.source)
     evaluation = Evaluation(
-        source=table.source,
+        source=absolute(table.source),
         dataset_name=table.name,
         options=config.options,
         output_col=config.output_col,
@@ -223,6 +234,7 @@ def run_job(
         results_dir=path.parent,
         n_rows=collected.totals.n,
         engine=config.engine,
+        fail_under=config.fail_under,
         reports=tuple(reports),
     )
     if not config.track:
@@ -235,6 +247,7 @@ def run_job(
             inputs,
             results,
             run_name=config.run_name,
+            default_run_name=f"numdiff {Path(evaluation.source).name}",
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary

@@ -44,7 +44,8 @@ class PandasEngine:
                 results = score_frame(batch, config.output_col, config.expected_col, config.options)
                 arrow = _to_arrow(results)
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, arrow.schema)
+                    metadata = {**(arrow.schema.metadata or {}), **config.results_metadata()}
+                    writer = pq.ParquetWriter(tmp, arrow.schema.with_metadata(metadata))
                 elif arrow.schema != writer.schema:
                     try:
                         arrow = arrow.cast(writer.schema)

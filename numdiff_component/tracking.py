@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
@@ -13,16 +14,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
+from numdiff_component.aggregate import pass_rate_stderr
 from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.options import Options
 
 PREFIX = "numeric_diff"
 RESULTS_PARQUET = "results.parquet"
 RESULTS_JSON = "results.json"
+RESULTS_METADATA = "_numdiff.json"
+"""In a Spark results folder: what its file's metadata says in a pandas results file."""
 LOG_TABLE_MAX_ROWS = 100_000
 
 
@@ -52,13 +59,20 @@ def mlflow_run(
     run_name: str | None = None,
     experiment_name: str | None = None,
     use_active: bool = False,
+    default_run_name: str | None = None,
     what: str = "log to MLflow",
 ) -> Iterator[Any]:
     """The one place runs start and end: a new run (or the one ``mlflow run`` started, through
     ``MLFLOW_RUN_ID``; with ``use_active``, the active run), ended when the block ends and
-    marked FAILED when it raises. MLflow failures inside become `TrackingError`."""
-    import mlflow
+    marked FAILED when it raises. MLflow failures inside become `TrackingError`.
 
+    ``default_run_name`` names a new run that has no ``run_name``; a run ``mlflow run`` started
+    keeps the name it was given."""
+    import mlflow
+    from mlflow.environment_variables import MLFLOW_RUN_ID
+
+    if not MLFLOW_RUN_ID.get():
+        run_name = run_name or default_run_name
     with mlflow_errors(what):
         active = mlflow.active_run() if use_active else None
         run = active or mlflow.start_run(
@@ -73,6 +87,45 @@ def mlflow_run(
             raise
         if active is None:
             mlflow.end_run()
+
+
+def check_store_location() -> None:
+    """Refuse at once a relative tracking store path under ``mlflow run`` (`InputError`).
+
+    ``mlflow run`` creates the run in the store the path names from the caller's folder, then
+    runs the step in the project folder, where the same path names another store: the step
+    would fail late ("Run … not found") and leave a stray store in the project.
+    """
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if not os.environ.get("MLFLOW_RUN_ID") or not _relative_store(uri):
+        return
+    raise InputError(
+        f"MLFLOW_TRACKING_URI {uri!r} is a relative path, which under `mlflow run` names "
+        f"another store in the project folder {os.getcwd()!r}; give an absolute one, e.g. "
+        "MLFLOW_TRACKING_URI=sqlite:///$PWD/mlflow.db"
+    )
+
+
+def _relative_store(uri: str) -> bool:
+    if uri.startswith("sqlite:///"):
+        path = uri.removeprefix("sqlite:///")
+        return bool(path) and path != ":memory:" and not path.startswith("/")
+    parsed = urlparse(uri)
+    return parsed.scheme in ("", "file") and bool(parsed.path) and not parsed.path.startswith("/")
+
+
+def record_failure(message: str, exit_code: int) -> None:
+    """Tag the run ``mlflow run`` started with why its step failed, so that a pipeline can tell
+    bad input from a failed gate (``numeric_diff.gate``). Best effort: the step fails anyway."""
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if not run_id or _relative_store(os.environ.get("MLFLOW_TRACKING_URI", "")):
+        return
+    from mlflow import MlflowClient
+
+    with contextlib.suppress(*_failures()):
+        client = MlflowClient()
+        client.set_tag(run_id, f"{PREFIX}.error", message[:5000])
+        client.set_tag(run_id, f"{PREFIX}.exit_code", str(exit_code))
 
 
 def experiment_id(name: str | None) -> str | None:
@@ -113,11 +166,40 @@ class Evaluation:
     results_dir: Path
     n_rows: int
     engine: str = "pandas"
+    fail_under: float | None = None  # the quality gate, when one was asked for
     reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
+
+    @property
+    def gate(self) -> str | None:
+        """``"passed"`` or ``"failed"`` when a gate was asked for (pass rate >= fail_under)."""
+        if self.fail_under is None:
+            return None
+        return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
+
+    def headline(self) -> str:
+        """One line: mean score ± standard error, rows passed, unparseable rows."""
+        agg = self.aggregates
+        n, stderr = int(agg["n_rows"]), agg["mean_score_stderr"]
+        plus = "" if math.isnan(stderr) else f" ± {stderr:.4f}"
+        passed = round(agg["pass_rate"] * n)
+        return (
+            f"mean score {agg['mean_score']:.4f}{plus}; passed {passed:,} of {n:,} "
+            f"({agg['pass_rate']:.1%}); {int(agg['n_unparseable']):,} unparseable"
+        )
+
+    def description(self) -> str:
+        """The run's description (Markdown): the headline, the input, the gate."""
+        lines = [f"**Numeric diff**: {self.headline()}.", "", f"Input: `{self.source}`"]
+        if self.gate is not None:
+            rate = self.aggregates["pass_rate"]
+            sign = ">=" if self.gate == "passed" else "<"
+            lines += ["", f"Gate {self.gate}: pass rate {rate:.4f} {sign} {self.fail_under:g}."]
+        return "\n".join(lines)
 
 
 def params(evaluation: Evaluation) -> dict[str, str]:
-    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs."""
+    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs;
+    booleans spelled as the MLproject spells them (``true``/``false``)."""
     values: dict[str, Any] = {
         **evaluation.options.as_dict(),
         "output_col": evaluation.output_col,
@@ -126,12 +208,38 @@ def params(evaluation: Evaluation) -> dict[str, str]:
         "predictions": evaluation.source,
         "engine": evaluation.engine,
     }
-    return {f"{PREFIX}/{k}": str(v) for k, v in values.items()}
+    return {
+        f"{PREFIX}/{k}": str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in values.items()
+    }
 
 
 def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
-    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged)."""
-    return {f"{PREFIX}/{k}": float(v) for k, v in aggregates.items() if not math.isnan(v)}
+    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
+    pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
+    values = dict(aggregates)
+    if "pass_rate" in values and "n_rows" in values:
+        values["pass_rate_stderr"] = pass_rate_stderr(values["pass_rate"], values["n_rows"])
+    return {f"{PREFIX}/{k}": float(v) for k, v in values.items() if not math.isnan(v)}
+
+
+def tags(evaluation: Evaluation) -> dict[str, str]:
+    """Run tags: the description, the input, the engine, and the gate when there is one."""
+    values = {
+        "mlflow.note.content": evaluation.description(),
+        f"{PREFIX}.input": evaluation.source,
+        f"{PREFIX}.engine": evaluation.engine,
+    }
+    if evaluation.gate is not None:
+        values[f"{PREFIX}.gate"] = evaluation.gate
+    return values
+
+
+def table_for_ui(results: pd.DataFrame, id_col: str | None) -> pd.DataFrame:
+    """The results ordered for reading: id, label, score, the numbers read, then the input."""
+    first = [id_col] if id_col else []
+    first += ["label", "score", "output_value", "expected_value", "abs_error", "passed"]
+    return results[first + [c for c in results.columns if c not in first]]
 
 
 def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any:
@@ -167,6 +275,7 @@ def log_evaluation(
     results: pd.DataFrame | None,
     *,
     run_name: str | None = None,
+    default_run_name: str | None = None,
     experiment_name: str | None = None,
 ) -> str:
     """Log params, metrics, the input as a dataset and the results to an MLflow run; its id.
@@ -179,17 +288,34 @@ def log_evaluation(
     """
     import mlflow
 
-    with mlflow_run(run_name=run_name, experiment_name=experiment_name) as run:
+    with mlflow_run(
+        run_name=run_name, default_run_name=default_run_name, experiment_name=experiment_name
+    ) as run:
         mlflow.log_params(params(evaluation))
         mlflow.log_metrics(metrics(evaluation.aggregates))
+        mlflow.set_tags(tags(evaluation))
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
         mlflow.log_input(dataset, context="evaluation")
         mlflow.log_artifact(str(evaluation.results_dir / RESULTS_PARQUET), artifact_path=PREFIX)
         if results is not None:
-            mlflow.log_table(data=results, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
+            table = table_for_ui(results, evaluation.id_col)
+            mlflow.log_table(data=table, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
         for report in evaluation.reports:
             mlflow.log_artifact(str(report), artifact_path=PREFIX)
+        _log_plots([r for r in evaluation.reports if r.suffix == ".png"])
         return str(run.info.run_id)
+
+
+def _log_plots(plots: list[Path]) -> None:
+    """The plots where compared runs show them side by side: at the artifact root (the compare
+    page lists only those) and as images with a key (the chart view)."""
+    import mlflow
+    from PIL import Image
+
+    for plot in plots:
+        mlflow.log_artifact(str(plot))
+        with Image.open(plot) as image:
+            mlflow.log_image(image.convert("RGB"), key=f"{PREFIX}/{plot.stem}", step=0)
 
 
 # --- reading a run's results, and logging a comparison ------------------------------------------
@@ -212,13 +338,14 @@ _NOT_THERE = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
 
 
 def load_results(ref: str) -> RunResults:
-    """The results of run ``ref`` (a run id), or of a local Parquet file when ``ref`` is one."""
+    """The results of run ``ref`` (a run id), or of a local results file or folder (a Spark
+    engine's) when ``ref`` is one; the id column they were scored with comes along."""
     path = Path(ref)
     if path.suffix == ".parquet" or path.exists():
-        if not path.is_file():
+        if not path.exists():
             raise InputError(f"results file not found: {ref!r}")
         try:
-            return RunResults(pd.read_parquet(path), ref)
+            return _local_results(path, ref)
         except (OSError, ValueError, pa.ArrowException) as exc:  # a bad or foreign file
             raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
 
@@ -241,6 +368,20 @@ def load_results(ref: str) -> RunResults:
                 f"{first_line(exc)}"
             ) from exc
     return RunResults(frame, ref, dict(run.data.params))
+
+
+def _local_results(path: Path, ref: str) -> RunResults:
+    """A results file (its id column in its metadata) or folder (in `RESULTS_METADATA`)."""
+    if path.is_dir():
+        files = sorted(str(p) for p in path.glob("*.parquet"))
+        table = ds.dataset(files, format="parquet").to_table()
+        sidecar = path / RESULTS_METADATA
+        recorded = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+    else:
+        table = pq.read_table(path)
+        recorded = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    id_col = recorded.get("numdiff.id_col") or ""
+    return RunResults(table.to_pandas(), ref, {f"{PREFIX}/id_col": id_col})
 
 
 def log_comparison(

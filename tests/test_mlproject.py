@@ -39,7 +39,7 @@ def test_entry_point_parameters_map_one_to_one_onto_cli_options() -> None:
             assert spec["default"] == str(default).lower()
         else:
             assert types[spec["type"]](spec["default"]) == default, name
-        if isinstance(option, click.Option):
+        if isinstance(option, click.Option) and not option.is_flag:
             flag = option.opts[0]
             assert f"{flag} {{{name}}}" in MLPROJECT["entry_points"]["main"]["command"], name
 
@@ -56,7 +56,8 @@ def test_every_scoring_option_is_an_entry_point_parameter(spec: OptionSpec) -> N
     if spec.choices:
         assert parameter["default"] in spec.choices
     flag = "--" + spec.name.replace("_", "-")
-    assert f"{flag} {{{spec.name}}}" in MLPROJECT["entry_points"]["main"]["command"]
+    separator = "=" if spec.kind is bool else " "  # --flag=true|false: a plain flag otherwise
+    assert f"{flag}{separator}{{{spec.name}}}" in MLPROJECT["entry_points"]["main"]["command"]
 
 
 def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
