@@ -32,6 +32,18 @@ _CELL_CHARS = 60
 _PASS_COLOUR, _FAIL_COLOUR, _UNPARSEABLE_COLOUR = "#2b8cbe", "#e34a33", "#969696"
 
 
+def pass_rate_stderr(pass_rate: float, n: float) -> float:
+    """Standard error of a pass rate over ``n`` rows: √(p(1-p)/(n-1)); NaN when n < 2.
+
+    It is the sample standard deviation (ddof=1) of the pass/fail indicator over √n, as
+    ``mean_score_stderr`` is for the scores.
+
+    >>> round(pass_rate_stderr(0.9, 101), 6), pass_rate_stderr(1.0, 1)
+    (0.03, nan)
+    """
+    return math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n >= 2 else math.nan
+
+
 class ReportBuilder:
     """Collect what the report needs from scored batches, then write the plots and summary.
 
@@ -273,10 +285,9 @@ class ReportBuilder:
         """The Markdown summary: input, aggregates with standard errors, options, worst rows."""
         n = self.n_rows
         pass_rate = aggregates.get("pass_rate", self.n_passed / n if n else math.nan)
-        rate_stderr = math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
         stderrs = {
             "mean_score": aggregates.get("mean_score_stderr", math.nan),
-            "pass_rate": rate_stderr,
+            "pass_rate": pass_rate_stderr(pass_rate, n),
         }
         lines = [
             "# Numeric diff report",

@@ -19,6 +19,7 @@ from numdiff_component.report import (
     SUMMARY_MD,
     ReportBuilder,
     axis_scale,
+    pass_rate_stderr,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -138,8 +139,10 @@ EDGE_CASES: dict[str, tuple[list[object], list[object]]] = {
     "one row": (["5"], ["7"]),
     "all scores 1": (["3", "3", "-2"], ["3", "3", "-2"]),
     "negative values": (["-1", "-50", "-1000"], ["-1.5", "-49", "-990"]),
-    "huge range": (["1.7976931348623157e308", "1e-300", "0", "-1e308"],
-                   ["-1.7976931348623157e308", "1e-300", "0", "1e308"]),
+    "huge range": (
+        ["1.7976931348623157e308", "1e-300", "0", "-1e308"],
+        ["-1.7976931348623157e308", "1e-300", "0", "1e308"],
+    ),
     "NaN": ([math.nan, 1.0, float("inf")], [1.0, math.nan, 2.0]),
 }
 
@@ -190,3 +193,18 @@ def test_drawing_needs_no_display_and_leaves_pyplot_alone(tmp_path: Path) -> Non
     env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": "", "HOME": str(tmp_path)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
     assert png_size(tmp_path / SCATTER_PNG) == (650, 650)
+
+
+@pytest.mark.parametrize(
+    ("pass_rate", "n", "expected"),
+    [(0.9, 101, 0.03), (0.5, 2, 0.5), (1.0, 50, 0.0), (0.0, 50, 0.0), (1.0, 1, math.nan),
+     (0.0, 0, math.nan)],
+)  # fmt: skip
+def test_pass_rate_stderr(pass_rate: float, n: int, expected: float) -> None:
+    assert pass_rate_stderr(pass_rate, n) == pytest.approx(expected, nan_ok=True)
+
+
+def test_pass_rate_stderr_is_that_of_the_pass_indicator() -> None:
+    passed = np.random.default_rng(3).random(77) < 0.8
+    expected = passed.std(ddof=1) / math.sqrt(len(passed))
+    assert pass_rate_stderr(passed.mean(), len(passed)) == pytest.approx(expected)
