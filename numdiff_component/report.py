@@ -1,9 +1,10 @@
 """Plots and a Markdown summary of a scored table, built batch by batch in bounded memory.
 
 `ReportBuilder` keeps, whatever the number of rows: pass/fail score histograms on fixed bins, a
-uniform sample of (output value, expected value) pairs for the scatter plot, the count of
-unparseable rows, the ``worst_k`` rows with the lowest scores and the first ``worst_k``
-unparseable rows. Feeding a table in batches gives the same report as feeding it at once.
+uniform sample of (output value, expected value) pairs for the scatter plot, the counts of
+failing and unparseable rows, the ``worst_k`` failing rows with the lowest scores and the first
+``worst_k`` unparseable rows. Feeding a table in batches gives the same report as feeding it at
+once.
 
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a report is written.
@@ -54,8 +55,8 @@ class ReportBuilder:
     >>> builder = ReportBuilder(Options(), id_col="id")
     >>> df = pd.DataFrame({"id": ["a", "b"], "output": ["3", "n/a"], "expected": ["4", "1"]})
     >>> builder.add(score_frame(df))
-    >>> builder.n_rows, builder.n_unparseable, builder.worst()["id"].tolist()
-    (2, 1, ['a'])
+    >>> builder.n_rows, builder.n_failed, builder.n_unparseable, builder.failing()["id"].tolist()
+    (2, 1, 1, ['a'])
     """
 
     def __init__(
@@ -83,6 +84,7 @@ class ReportBuilder:
         self.failed_counts = np.zeros(bins, dtype=np.int64)
         self.n_rows = 0
         self.n_passed = 0
+        self.n_failed = 0  # rows with numbers that failed; unparseable rows are counted apart
         self.n_unparseable = 0
         self._rng = np.random.default_rng(seed)
         # Bottom-k sample: each row with numbers gets a uniform key; the rows with the smallest
@@ -90,7 +92,7 @@ class ReportBuilder:
         self._sample = pd.DataFrame(
             {"key": [], "output_value": [], "expected_value": [], "passed": []}
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
-        self._worst = pd.DataFrame()
+        self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
 
     def add(self, batch: pd.DataFrame) -> None:
@@ -101,13 +103,15 @@ class ReportBuilder:
         scores = np.asarray(batch["score"], dtype=float)
         passed = np.asarray(batch["passed"], dtype=bool)
         parsed = np.asarray(batch["label"], dtype=object) != UNPARSEABLE
+        failed = parsed & ~passed
         keys = self._rng.random(n)  # one draw per row, so the stream does not depend on batching
         first_row = self.n_rows
         self.n_rows += n
         self.n_passed += int(passed.sum())
+        self.n_failed += int(failed.sum())
         self.n_unparseable += int((~parsed).sum())
         self.passed_counts += np.histogram(scores[passed], bins=self.edges)[0]
-        self.failed_counts += np.histogram(scores[parsed & ~passed], bins=self.edges)[0]
+        self.failed_counts += np.histogram(scores[failed], bins=self.edges)[0]
 
         with_numbers = np.flatnonzero(parsed)
         drawn = with_numbers[_lowest(keys[with_numbers], self.sample_size)]
@@ -120,9 +124,10 @@ class ReportBuilder:
             }
         )
         self._sample = _smallest(self._sample, candidates, ["key"], self.sample_size)
-        worst = with_numbers[_lowest(scores[with_numbers], self.worst_k)]
-        self._worst = _smallest(
-            self._worst, self._rows(batch, worst, first_row), ["score", _ROW], self.worst_k
+        failing = np.flatnonzero(failed)
+        lowest = failing[_lowest(scores[failing], self.worst_k)]
+        self._failing = _smallest(
+            self._failing, self._rows(batch, lowest, first_row), ["score", _ROW], self.worst_k
         )
         if len(self._unparseable) < self.worst_k:
             first = np.flatnonzero(~parsed)[: self.worst_k - len(self._unparseable)]
@@ -143,9 +148,10 @@ class ReportBuilder:
             columns[name] = picked[name].to_numpy()
         return pd.DataFrame(columns)
 
-    def worst(self) -> pd.DataFrame:
-        """The rows with numbers that scored lowest, lowest first (ties: earlier row first)."""
-        return self._worst.reset_index(drop=True)
+    def failing(self) -> pd.DataFrame:
+        """The failing rows (with numbers) that scored lowest, lowest first (ties: earlier row
+        first); the unparseable rows are in `unparseable`."""
+        return self._failing.reset_index(drop=True)
 
     def unparseable(self) -> pd.DataFrame:
         """The first unparseable rows, in table order."""
@@ -324,9 +330,9 @@ class ReportBuilder:
             "",
             f"![Output vs expected]({SCATTER_PNG})",
             "",
-            f"## Worst rows (lowest scores, up to {self.worst_k})",
+            f"## {self._failing_title()}",
             "",
-            *_markdown_table(self.worst(), "No row has a number on both sides."),
+            *_markdown_table(self.failing(), self._no_failure()),
             "",
             f"## Unparseable rows ({min(self.worst_k, self.n_unparseable)} shown of "
             f"{self.n_unparseable:,})",
@@ -334,6 +340,18 @@ class ReportBuilder:
             *_markdown_table(self.unparseable(), "None."),
         ]
         return "\n".join(lines) + "\n"
+
+    def _failing_title(self) -> str:
+        if self.n_failed == 0:
+            return "Failing rows"
+        return (
+            f"Failing rows ({len(self._failing):,} shown of {self.n_failed:,}, lowest scores first)"
+        )
+
+    def _no_failure(self) -> str:
+        if self.n_unparseable:
+            return "No row with a number on both sides failed."
+        return "No row failed."
 
 
 def axis_scale(values: np.ndarray) -> tuple[str, float]:

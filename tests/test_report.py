@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import struct
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def test_write_gives_headless_pngs_and_a_summary(results: pd.DataFrame, tmp_path
         assert 10_000 < png.stat().st_size < 1_000_000
 
 
-def test_summary_has_aggregates_options_and_planted_worst_rows(
+def test_summary_has_aggregates_options_and_the_planted_failures(
     results: pd.DataFrame, tmp_path: Path
 ) -> None:
     aggregates = aggregate(results)
@@ -91,13 +92,54 @@ def test_summary_has_aggregates_options_and_planted_worst_rows(
     assert f"| pass_rate | {aggregates['pass_rate']:.6g} | " in text
     assert "| threshold | `0.99` |" in text and "| pick | `'first'` |" in text
     assert "| id_col | `'id'` |" in text
-    worst = text.split("## Worst rows")[1].split("## Unparseable")[0]
-    table_rows = [line for line in worst.splitlines() if line.startswith("| ")][2:]
-    # The three planted misses score lowest (0.01, 0 for the sign flip, 0.75): all three first.
-    assert {row.split(" | ")[1] for row in table_rows[:3]} == set(PLANTED)
-    assert "| 150 | bad-2 | -5 | 5 | -5 | 5 | 0 | fail |" in worst
+    failing = text.split("## Failing rows (3 shown of 3, lowest scores first)")[1]
+    table_rows = table(failing.split("## Unparseable")[0])
+    # Only the three planted misses fail, lowest first: the sign flip (0), 0.01, then 0.75.
+    assert [row[:2] for row in table_rows] == [["150", "bad-2"], ["40", "bad-1"], ["260", "bad-3"]]
+    assert table_rows[0] == ["150", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
     unparseable = text.split("## Unparseable rows")[1]
     assert "| 7 | r007 | no idea |" in unparseable and "| 8 | r008 | n/a |" in unparseable
+
+
+def table(markdown: str) -> list[list[str]]:
+    """The body rows of the first Markdown table in ``markdown``, split on unescaped pipes."""
+    rows = [line for line in markdown.splitlines() if line.startswith("| ")][2:]
+    return [re.split(r"(?<!\\) \| ", row[2:-2]) for row in rows]
+
+
+def failures(n_failed: int, n_unparseable: int = 0) -> pd.DataFrame:
+    """20 exact rows, then ``n_failed`` failing rows scoring 0.5, 0.49, ..., then unparseable."""
+    outputs = ["7"] * 20 + [str(100 - i) for i in range(n_failed)] + ["none"] * n_unparseable
+    expecteds = ["7"] * 20 + ["200"] * n_failed + ["1"] * n_unparseable
+    frame = pd.DataFrame({"id": [f"k{i}" for i in range(len(outputs))], "output": outputs})
+    return score_frame(frame.assign(expected=expecteds))
+
+
+@pytest.mark.parametrize(
+    ("n_failed", "n_unparseable", "title", "shown"),
+    [
+        (1, 0, "## Failing rows (1 shown of 1, lowest scores first)", ["k20"]),
+        (3, 2, "## Failing rows (3 shown of 3, lowest scores first)", ["k22", "k21", "k20"]),
+        (
+            25,
+            0,
+            "## Failing rows (10 shown of 25, lowest scores first)",
+            [f"k{i}" for i in range(44, 34, -1)],
+        ),
+        (0, 0, "## Failing rows\n\nNo row failed.\n", []),
+        (0, 2, "## Failing rows\n\nNo row with a number on both sides failed.\n", []),
+    ],
+)
+def test_failing_rows_show_failures_only_and_say_how_many(
+    n_failed: int, n_unparseable: int, title: str, shown: list[str], tmp_path: Path
+) -> None:
+    results = failures(n_failed, n_unparseable)
+    builder = ReportBuilder(Options(), id_col="id")
+    builder.add(results)
+    summary = builder.write(tmp_path, aggregate(results), "t")[2].read_text()
+    assert title in summary
+    section = summary.split(title)[1].split("## Unparseable")[0]
+    assert [row[1] for row in table(section)] == shown  # no passing row fills the table
 
 
 @pytest.mark.parametrize("batch_size", [1, 7, 64, 299])
@@ -107,14 +149,14 @@ def test_batches_give_the_same_report_as_one_shot(results: pd.DataFrame, batch_s
     assert (batched.passed_counts == whole.passed_counts).all()
     assert (batched.failed_counts == whole.failed_counts).all()
     assert (batched.n_rows, batched.n_unparseable) == (whole.n_rows, whole.n_unparseable)
-    pd.testing.assert_frame_equal(batched.worst(), whole.worst())
+    pd.testing.assert_frame_equal(batched.failing(), whole.failing())
     pd.testing.assert_frame_equal(batched.unparseable(), whole.unparseable())
     pd.testing.assert_frame_equal(batched.sample(), whole.sample())
 
 
 def test_memory_is_bounded_and_the_histogram_counts_every_row(results: pd.DataFrame) -> None:
     builder = build(results, 50, sample_size=25, worst_k=3)
-    assert len(builder.sample()) == 25 and len(builder.worst()) == 3
+    assert len(builder.sample()) == 25 and len(builder.failing()) == 3
     assert len(builder.unparseable()) == 2
     counted = builder.passed_counts.sum() + builder.failed_counts.sum() + builder.n_unparseable
     assert counted == len(results)
@@ -158,7 +200,7 @@ def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
     n_unparseable = int((results["label"] == "unparseable").sum())
     assert f"{len(results):,} rows ({n_unparseable:,} unparseable)" in text
     if n_unparseable == len(results):
-        assert "No row has a number on both sides." in text
+        assert "No row with a number on both sides failed." in text
         assert "| mae | n/a |" in text
     if len(results) == 1:
         assert "| mean_score | 0.714286 | n/a |" in text  # no standard error from one row
