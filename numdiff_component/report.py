@@ -6,15 +6,22 @@ failing and unparseable rows, the ``worst_k`` failing rows with the lowest score
 ``worst_k`` unparseable rows. Feeding a table in batches gives the same report as feeding it at
 once.
 
+Cells of the table are untrusted text. Every user-derived string (cells, ids, column names, the
+source, notes) is shown as one line with control characters made visible, then escaped for its
+medium: in ``summary.md`` made inert, so that no HTML tag, entity, emphasis, code span, link,
+image or autolink can come out of it.
+
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a report is written.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +143,7 @@ class ReportBuilder:
             )
 
     def _rows(self, batch: pd.DataFrame, index: np.ndarray, first_row: int) -> pd.DataFrame:
-        """The columns shown for a row in the summary, for the rows of ``batch`` at ``index``."""
+        """The columns shown for a row in the report, for the rows of ``batch`` at ``index``."""
         picked = batch.iloc[index]
         columns: dict[str, Any] = {_ROW: index + first_row}
         if self.id_col is not None:
@@ -161,19 +168,32 @@ class ReportBuilder:
         """The uniform sample of rows with numbers drawn for the scatter plot."""
         return self._sample.drop(columns="key").reset_index(drop=True)
 
-    def write(self, folder: Path, aggregates: Mapping[str, float], source: str) -> list[Path]:
-        """Write the two plots and ``summary.md`` into ``folder``; the paths written."""
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = [folder / HISTOGRAM_PNG, folder / SCATTER_PNG, folder / SUMMARY_MD]
+    def write(
+        self,
+        folder: Path,
+        aggregates: Mapping[str, float],
+        source: str,
+        notes: Sequence[str] = (),
+    ) -> list[Path]:
+        """Write the two plots and ``summary.md`` into ``folder``; the paths written.
+
+        ``notes`` are one-line messages shown under the headline.
+        """
         # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            self._draw_histogram(paths[0])
-            self._draw_scatter(paths[1])
-        paths[2].write_text(self.summary(aggregates, source), encoding="utf-8")
-        return paths
+            histogram, scatter = self._draw_histogram(), self._draw_scatter()
+        files = {
+            HISTOGRAM_PNG: histogram,
+            SCATTER_PNG: scatter,
+            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
+        }
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        return [folder / name for name in files]
 
-    def _draw_histogram(self, path: Path) -> None:
+    def _draw_histogram(self) -> bytes:
         fig, ax = _figure(8.0, 4.5)
         width = np.diff(self.edges)
         left = self.edges[:-1]
@@ -210,9 +230,9 @@ class ReportBuilder:
         rate = self.n_passed / self.n_rows if self.n_rows else math.nan
         ax.set_title(f"Scores of {self.n_rows:,} rows: {self.n_passed:,} passed ({rate:.1%})")
         ax.legend(loc="upper left", frameon=False)
-        _save(fig, path)
+        return _png(fig)
 
-    def _draw_scatter(self, path: Path) -> None:
+    def _draw_scatter(self) -> bytes:
         fig, ax = _figure(6.5, 6.5)
         sample = self.sample()
         x = sample["output_value"].to_numpy(dtype=float)
@@ -239,8 +259,7 @@ class ReportBuilder:
             )
             ax.set_xticks([])
             ax.set_yticks([])
-            _save(fig, path)
-            return
+            return _png(fig)
         scale, linthresh = axis_scale(np.concatenate([x, y]))
         for axis_set in (ax.set_xscale, ax.set_yscale):
             if scale == "symlog":
@@ -285,61 +304,85 @@ class ReportBuilder:
                 color="dimgray",
                 transform=ax.transAxes,
             )
-        _save(fig, path)
+        return _png(fig)
 
-    def summary(self, aggregates: Mapping[str, float], source: str) -> str:
-        """The Markdown summary: input, aggregates with standard errors, options, worst rows."""
-        n = self.n_rows
-        pass_rate = aggregates.get("pass_rate", self.n_passed / n if n else math.nan)
-        stderrs = {
-            "mean_score": aggregates.get("mean_score_stderr", math.nan),
-            "pass_rate": pass_rate_stderr(pass_rate, n),
-        }
+    def summary(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> str:
+        """The Markdown summary: headline, notes, input, aggregates with standard errors,
+        options, where the plots are, the failing rows and the unparseable rows."""
         lines = [
             "# Numeric diff report",
             "",
-            f"Input: `{source}`, {n:,} rows ({self.n_unparseable:,} unparseable).",
+            f"**{self._headline(aggregates)}**",
+            "",
+            *(f"- {_markdown(_text(note, None))}" for note in notes),
+            *([""] if notes else []),
+            f"Input: {_markdown(_text(source, None))}, {self._counts()}.",
             "",
             "## Aggregates",
             "",
-            "| aggregate | value | standard error |",
-            "| --- | --- | --- |",
-        ]
-        for name, value in aggregates.items():
-            if name == "mean_score_stderr":
-                continue
-            err = _number(name, stderrs[name]) if name in stderrs else ""
-            lines.append(f"| {name} | {_number(name, value)} | {err} |")
-        lines += [
+            *_markdown_table(
+                ["aggregate", "value", "standard error"], self._aggregates(aggregates)
+            ),
             "",
-            "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-            "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1)).",
+            _STDERR_NOTE,
             "",
             "## Options",
             "",
-            "| option | value |",
-            "| --- | --- |",
-            *(f"| {k} | `{v!r}` |" for k, v in self.options.as_dict().items()),
-            f"| output_col | `{self.output_col!r}` |",
-            f"| expected_col | `{self.expected_col!r}` |",
-            f"| id_col | `{self.id_col!r}` |",
+            *_markdown_table(["option", "setting"], self._options()),
             "",
             "## Plots",
             "",
-            f"![Score histogram]({HISTOGRAM_PNG})",
-            "",
-            f"![Output vs expected]({SCATTER_PNG})",
+            f"The plots are in `{HISTOGRAM_PNG}` and `{SCATTER_PNG}`.",
             "",
             f"## {self._failing_title()}",
             "",
-            *_markdown_table(self.failing(), self._no_failure()),
+            *_markdown_table(*_cells(self.failing()), empty=self._no_failure()),
             "",
-            f"## Unparseable rows ({min(self.worst_k, self.n_unparseable)} shown of "
-            f"{self.n_unparseable:,})",
+            f"## {self._unparseable_title()}",
             "",
-            *_markdown_table(self.unparseable(), "None."),
+            *_markdown_table(*_cells(self.unparseable()), empty="None."),
         ]
         return "\n".join(lines) + "\n"
+
+    def _headline(self, aggregates: Mapping[str, float]) -> str:
+        n = self.n_rows
+        mean = aggregates.get("mean_score", math.nan)
+        stderr = aggregates.get("mean_score_stderr", math.nan)
+        mean_text = "n/a" if math.isnan(mean) else f"{mean:.4f}"
+        mean_text += "" if math.isnan(stderr) else f" ± {stderr:.4f}"
+        rate = f" ({self.n_passed / n:.1%})" if n else ""
+        return f"Mean score {mean_text} · passed {self.n_passed:,} of {n:,} rows{rate}"
+
+    def _counts(self) -> str:
+        return f"{self.n_rows:,} rows ({self.n_unparseable:,} unparseable)"
+
+    def _aggregates(self, aggregates: Mapping[str, float]) -> list[list[str]]:
+        pass_rate = aggregates.get("pass_rate", math.nan)
+        stderrs = {
+            "mean_score": aggregates.get("mean_score_stderr", math.nan),
+            "pass_rate": pass_rate_stderr(pass_rate, aggregates.get("n_rows", self.n_rows)),
+        }
+        return [
+            [
+                str(name),
+                _number(name, value),
+                _number(name, stderrs[name]) if name in stderrs else "",
+            ]
+            for name, value in aggregates.items()
+            if name != "mean_score_stderr"
+        ]
+
+    def _options(self) -> list[list[str]]:
+        columns = {
+            "output_col": self.output_col,
+            "expected_col": self.expected_col,
+            "id_col": self.id_col,
+        }
+        return [
+            [name, repr(value)] for name, value in {**self.options.as_dict(), **columns}.items()
+        ]
 
     def _failing_title(self) -> str:
         if self.n_failed == 0:
@@ -352,6 +395,10 @@ class ReportBuilder:
         if self.n_unparseable:
             return "No row with a number on both sides failed."
         return "No row failed."
+
+    def _unparseable_title(self) -> str:
+        shown = min(self.worst_k, self.n_unparseable)
+        return f"Unparseable rows ({shown:,} shown of {self.n_unparseable:,})"
 
 
 def axis_scale(values: np.ndarray) -> tuple[str, float]:
@@ -426,8 +473,10 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
     return fig, fig.add_subplot()
 
 
-def _save(fig: Any, path: Path) -> None:
-    fig.savefig(path, format="png", metadata={"Software": None})
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
 
 
 def _number(name: str, value: Any) -> str:
@@ -438,22 +487,56 @@ def _number(name: str, value: Any) -> str:
     return f"{float(value):.6g}"
 
 
-def _cell(value: Any) -> str:
+_STDERR_NOTE = (
+    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
+    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
+)
+
+# C0 and C1 controls but tab and line breaks (read as spaces), and the bidirectional controls
+# that reorder what is shown: an ANSI colour code or a reversed file name shows as escapes.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())  # as Python writes it: ESC is shown as \x1b, in any font
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _text(value: Any, limit: int | None = _CELL_CHARS) -> str:
+    """``value`` as one line of visible text (no control character), cut to ``limit``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.6g}"
-    text = " ".join(str(value).split())  # one line: a newline would end the table row
-    if len(text) > _CELL_CHARS:
-        text = text[: _CELL_CHARS - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    text = " ".join(_CONTROL.sub(_visible, str(value)).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
 
 
-def _markdown_table(frame: pd.DataFrame, empty: str) -> list[str]:
-    if frame.empty:
-        return [empty]
+def _cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of ``frame`` as text."""
     header = [str(c).replace("_", " ") for c in frame.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return header, [[_text(v) for v in row] for row in frame.itertuples(index=False)]
+
+
+# Backslash escapes for what makes emphasis, strikethrough, code, links, images and table cells,
+# and for the ":" of "http://" or "javascript:", the "@" of an e-mail and a "." not between digits
+# (as in "www.example.com"), so that no autolink is recognised; "&", "<" and ">" become entities.
+_MARKDOWN = re.compile(r"[\\`*_~\[\]()!|:@]|(?<![0-9])\.|\.(?![0-9])")
+
+
+def _markdown(text: str) -> str:
+    """``text`` (one line) as inert Markdown: it shows as itself and makes no markup."""
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _markdown_table(header: list[str], rows: list[list[str]], empty: str = "") -> list[str]:
+    if not rows:
+        return [empty]
+    lines = ["| " + " | ".join(map(_markdown, header)) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(map(_markdown, row)) + " |" for row in rows]
     return lines

@@ -1,8 +1,11 @@
-"""The report: headless PNG plots and a Markdown summary, the same fed in batches or at once."""
+"""The report: headless PNG plots and a Markdown summary, the same fed in batches or at once,
+with the cells of the table shown as text and never as markup."""
 
 from __future__ import annotations
 
+import html
 import math
+import os
 import re
 import struct
 import subprocess
@@ -75,29 +78,37 @@ def build(
 def test_write_gives_headless_pngs_and_a_summary(results: pd.DataFrame, tmp_path: Path) -> None:
     paths = build(results).write(tmp_path / "report", aggregate(results), "preds.csv")
     assert [p.name for p in paths] == [HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD]
+    assert sorted(os.listdir(tmp_path / "report")) == sorted(p.name for p in paths)
     assert png_size(paths[0]) == (800, 450)
     assert png_size(paths[1]) == (650, 650)
     for png in paths[:2]:
         assert 10_000 < png.stat().st_size < 1_000_000
 
 
-def test_summary_has_aggregates_options_and_the_planted_failures(
+def test_summary_has_headline_aggregates_options_and_the_planted_failures(
     results: pd.DataFrame, tmp_path: Path
 ) -> None:
     aggregates = aggregate(results)
     text = (build(results).write(tmp_path, aggregates, "preds.csv")[2]).read_text()
-    assert "`preds.csv`, 300 rows (2 unparseable)" in text
-    assert f"| mean_score | {aggregates['mean_score']:.6g} | " in text
+    lines = text.splitlines()
+    n_passed = int(results["passed"].sum())
+    assert lines[2] == (
+        f"**Mean score {aggregates['mean_score']:.4f} ± {aggregates['mean_score_stderr']:.4f}"
+        f" · passed {n_passed} of 300 rows ({n_passed / 300:.1%})**"
+    )
+    assert lines[4] == "Input: preds\\.csv, 300 rows (2 unparseable)."
+    assert f"| mean\\_score | {aggregates['mean_score']:.6g} | " in text
     assert f"{aggregates['mean_score_stderr']:.6g} |" in text
-    assert f"| pass_rate | {aggregates['pass_rate']:.6g} | " in text
-    assert "| threshold | `0.99` |" in text and "| pick | `'first'` |" in text
-    assert "| id_col | `'id'` |" in text
+    rate_stderr = pass_rate_stderr(aggregates["pass_rate"], 300)
+    assert f"| pass\\_rate | {aggregates['pass_rate']:.6g} | {rate_stderr:.6g} |" in text
+    assert "| threshold | 0.99 |" in text and "| pick | 'first' |" in text
+    assert "| id\\_col | 'id' |" in text
     failing = text.split("## Failing rows (3 shown of 3, lowest scores first)")[1]
     table_rows = table(failing.split("## Unparseable")[0])
     # Only the three planted misses fail, lowest first: the sign flip (0), 0.01, then 0.75.
     assert [row[:2] for row in table_rows] == [["150", "bad-2"], ["40", "bad-1"], ["260", "bad-3"]]
     assert table_rows[0] == ["150", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
-    unparseable = text.split("## Unparseable rows")[1]
+    unparseable = text.split("## Unparseable rows (2 shown of 2)")[1]
     assert "| 7 | r007 | no idea |" in unparseable and "| 8 | r008 | n/a |" in unparseable
 
 
@@ -140,6 +151,14 @@ def test_failing_rows_show_failures_only_and_say_how_many(
     assert title in summary
     section = summary.split(title)[1].split("## Unparseable")[0]
     assert [row[1] for row in table(section)] == shown  # no passing row fills the table
+
+
+def test_summary_names_the_plots_instead_of_embedding_them(
+    results: pd.DataFrame, tmp_path: Path
+) -> None:
+    text = (build(results).write(tmp_path, aggregate(results), "preds.csv")[2]).read_text()
+    assert "![" not in text and "](" not in text
+    assert "The plots are in `score_histogram.png` and `output_vs_expected.png`." in text
 
 
 @pytest.mark.parametrize("batch_size", [1, 7, 64, 299])
@@ -203,7 +222,8 @@ def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
         assert "No row with a number on both sides failed." in text
         assert "| mae | n/a |" in text
     if len(results) == 1:
-        assert "| mean_score | 0.714286 | n/a |" in text  # no standard error from one row
+        assert "| mean\\_score | 0.714286 | n/a |" in text  # no standard error from one row
+        assert "**Mean score 0.7143 · passed 0 of 1 rows (0.0%)**" in text
 
 
 @pytest.mark.parametrize(
@@ -235,6 +255,87 @@ def test_drawing_needs_no_display_and_leaves_pyplot_alone(tmp_path: Path) -> Non
     env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": "", "HOME": str(tmp_path)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
     assert png_size(tmp_path / SCATTER_PNG) == (650, 650)
+
+
+ATTACKS = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(2)">',
+    "![x](http://evil.example/t.png) 3",
+    "[click](javascript:alert(4))",
+    "<http://evil.example/5> <!-- 5 -->",
+    "see http://evil.example/6 or www.evil.example",
+    "mail a@evil.example 7",
+    "&lt;script&gt; &amp; &#x3C;b&#62; 8",
+    "\x1b[31mred 9\x1b[0m",
+    "n/a\u202egnp.exe",
+    "**b** _i_ `c` ~~s~~ | \\| # h",
+    "[x]: http://evil.example/\n[y][x] 10",
+]
+HOSTILE_SOURCE = "/tmp/<b>in</b>/![i](http://evil.example/i.png)&amp;.csv"
+HOSTILE_COLUMNS = ("out<script>", "exp ![i](http://e.example/i.png)", "id [l](javascript:x)")
+NOTES = [
+    "62% of outputs hold several numbers; the first is read (--pick answer reads the final answer)",
+    "<b>bold</b> ![n](http://evil.example/n.png) \x1b[1m",
+]
+
+
+def shown(text: str) -> str:
+    """A cell as the reports show it: one line, control characters as Python escapes."""
+    return " ".join(text.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e").split())
+
+
+def unmarkdown(text: str) -> str:
+    """What a Markdown renderer shows for escaped text: backslash escapes, then entities."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", text))
+
+
+def inert(line: str) -> str:
+    """``line`` without its escapes: what is left could make markup."""
+    return re.sub(r"\\.|&(amp|lt|gt);", "", line)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """summary.md of a table whose ids, cells, column names, source and notes
+    are attacks on Markdown and HTML."""
+    out_col, exp_col, id_col = HOSTILE_COLUMNS
+    frame = pd.DataFrame(
+        {id_col: ATTACKS, out_col: ATTACKS, exp_col: [f"1e9 {a}" for a in ATTACKS]}
+    )
+    results = score_frame(frame, out_col, exp_col)
+    builder = ReportBuilder(Options(), out_col, exp_col, id_col, worst_k=20)
+    builder.add(results)
+    folder = tmp_path_factory.mktemp("hostile")
+    paths = builder.write(folder, aggregate(results), HOSTILE_SOURCE, NOTES)
+    return paths[2].read_text()
+
+
+def test_hostile_cells_are_inert_text_in_the_summary(hostile: str) -> None:
+    summary = hostile
+    for forbidden in ("<", "![", "](", "javascript:", "http:", "www.", "\x1b", "\u202e"):
+        assert forbidden not in summary
+    rows = table(summary.split("## Failing rows")[1].split("## Unparseable")[0])
+    rows += table(summary.split("## Unparseable rows")[1])
+    assert len(rows) == len(ATTACKS)
+    # Each cell shows as itself once rendered, and nothing in it is left unescaped.
+    assert sorted(unmarkdown(row[1]) for row in rows) == sorted(shown(a) for a in ATTACKS)
+    assert sorted(unmarkdown(row[2]) for row in rows) == sorted(shown(a) for a in ATTACKS)
+    lines = summary.splitlines()
+    source = lines[7].removeprefix("Input: ").removesuffix(", 12 rows (2 unparseable).")
+    assert unmarkdown(source) == HOSTILE_SOURCE
+    options = table(summary.split("## Options")[1].split("## Plots")[0])
+    assert [unmarkdown(row[1]) for row in options[-3:]] == [repr(c) for c in HOSTILE_COLUMNS]
+    user_text = [source, *lines[4:6], *(cell for row in rows + options for cell in row)]
+    for text in user_text:
+        assert not re.search(r"[`*_~\[\]()!<>&:@\\|]|(?<![0-9])\.|\.(?![0-9])", inert(text)), text
+
+
+def test_notes_show_under_the_headline(hostile: str) -> None:
+    summary = hostile
+    lines = summary.splitlines()
+    assert lines[2].startswith("**Mean score ") and lines[3] == ""
+    assert [unmarkdown(line.removeprefix("- ")) for line in lines[4:6]] == [shown(n) for n in NOTES]
+    assert lines[6] == "" and lines[7].startswith("Input: ")
 
 
 @pytest.mark.parametrize(
