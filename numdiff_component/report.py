@@ -1,4 +1,4 @@
-"""Plots and a Markdown summary of a scored table, built batch by batch in bounded memory.
+"""Plots, a Markdown summary and an HTML report of a scored table, built in bounded memory.
 
 `ReportBuilder` keeps, whatever the number of rows: pass/fail score histograms on fixed bins, a
 uniform sample of (output value, expected value) pairs for the scatter plot, the counts of
@@ -8,8 +8,8 @@ once.
 
 Cells of the table are untrusted text. Every user-derived string (cells, ids, column names, the
 source, notes) is shown as one line with control characters made visible, then escaped for its
-medium: in ``summary.md`` made inert, so that no HTML tag, entity, emphasis, code span, link,
-image or autolink can come out of it.
+medium: HTML-escaped in ``report.html``; in ``summary.md`` made inert, so that no HTML tag,
+entity, emphasis, code span, link, image or autolink can come out of it.
 
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a report is written.
@@ -17,6 +17,9 @@ backend switch, no display needed. matplotlib is imported only when a report is 
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import html
 import io
 import math
 import re
@@ -34,6 +37,7 @@ from numdiff_component.scoring import UNPARSEABLE
 HISTOGRAM_PNG = "score_histogram.png"
 SCATTER_PNG = "output_vs_expected.png"
 SUMMARY_MD = "summary.md"
+REPORT_HTML = "report.html"
 
 _ROW = "row"  # position of a row in the whole table, counted over all batches
 _CELL_CHARS = 60
@@ -53,10 +57,11 @@ def pass_rate_stderr(pass_rate: float, n: float) -> float:
 
 
 class ReportBuilder:
-    """Collect what the report needs from scored batches, then write the plots and summary.
+    """Collect what the report needs from scored batches, then write the plots and reports.
 
     ``add`` takes frames from `score_frame` (input columns and result columns); ``write``
-    draws ``score_histogram.png`` and ``output_vs_expected.png`` and writes ``summary.md``.
+    draws ``score_histogram.png`` and ``output_vs_expected.png`` and writes ``summary.md`` and
+    ``report.html`` (the same content, with the plots embedded).
 
     >>> from numdiff_component import score_frame
     >>> builder = ReportBuilder(Options(), id_col="id")
@@ -175,9 +180,10 @@ class ReportBuilder:
         source: str,
         notes: Sequence[str] = (),
     ) -> list[Path]:
-        """Write the two plots and ``summary.md`` into ``folder``; the paths written.
+        """Write the two plots, ``summary.md`` and ``report.html`` into ``folder``; the paths.
 
-        ``notes`` are one-line messages shown under the headline.
+        ``notes`` are one-line messages shown under the headline of both reports. On an error
+        (a full disk) no file of the report is left in ``folder`` and the error is raised.
         """
         # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -187,10 +193,17 @@ class ReportBuilder:
             HISTOGRAM_PNG: histogram,
             SCATTER_PNG: scatter,
             SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
+            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
         }
         folder.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            (folder / name).write_bytes(data)
+        try:
+            for name, data in files.items():
+                (folder / name).write_bytes(data)
+        except BaseException:
+            for name in files:  # a stale file of an earlier run would not match the others
+                with contextlib.suppress(OSError):
+                    (folder / name).unlink(missing_ok=True)
+            raise
         return [folder / name for name in files]
 
     def _draw_histogram(self) -> bytes:
@@ -334,7 +347,8 @@ class ReportBuilder:
             "",
             "## Plots",
             "",
-            f"The plots are in `{HISTOGRAM_PNG}` and `{SCATTER_PNG}`.",
+            f"The plots are in `{REPORT_HTML}` (with everything in this summary), "
+            f"`{HISTOGRAM_PNG}` and `{SCATTER_PNG}`.",
             "",
             f"## {self._failing_title()}",
             "",
@@ -345,6 +359,51 @@ class ReportBuilder:
             *_markdown_table(*_cells(self.unparseable()), empty="None."),
         ]
         return "\n".join(lines) + "\n"
+
+    def html(
+        self,
+        aggregates: Mapping[str, float],
+        source: str,
+        notes: Sequence[str] = (),
+        histogram: bytes = b"",
+        scatter: bytes = b"",
+    ) -> str:
+        """The same content as `summary` as one self-contained HTML page: inline CSS, the PNG
+        plots embedded as data URIs, no script and no external URL."""
+        esc = html.escape
+        plots = [
+            _image(png, alt, size)
+            for png, alt, size in (
+                (histogram, "Score histogram", (800, 450)),
+                (scatter, "Output vs expected", (650, 650)),
+            )
+            if png
+        ]
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            "<title>Numeric diff report</title>",
+            f"<style>{_CSS}</style>",
+            "</head><body>",
+            "<h1>Numeric diff report</h1>",
+            f'<p class="headline">{esc(self._headline(aggregates))}</p>',
+            *(f'<p class="note">{esc(_text(note, None))}</p>' for note in notes),
+            f"<p>Input: <code>{esc(_text(source, None))}</code>, {esc(self._counts())}.</p>",
+            "<h2>Aggregates</h2>",
+            _html_table(["aggregate", "value", "standard error"], self._aggregates(aggregates)),
+            f'<p class="muted">{esc(_STDERR_NOTE.replace("`", ""))}</p>',
+            "<h2>Options</h2>",
+            _html_table(["option", "setting"], self._options()),
+            "<h2>Plots</h2>",
+            f'<div class="plots">{"".join(plots)}</div>',
+            f"<h2>{esc(self._failing_title())}</h2>",
+            _html_table(*_cells(self.failing()), empty=self._no_failure()),
+            f"<h2>{esc(self._unparseable_title())}</h2>",
+            _html_table(*_cells(self.unparseable()), empty="None."),
+            "</body></html>",
+        ]
+        return "\n".join(parts) + "\n"
 
     def _headline(self, aggregates: Mapping[str, float]) -> str:
         n = self.n_rows
@@ -540,3 +599,53 @@ def _markdown_table(header: list[str], rows: list[list[str]], empty: str = "") -
     lines = ["| " + " | ".join(map(_markdown, header)) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(map(_markdown, row)) + " |" for row in rows]
     return lines
+
+
+_NUMERIC = {_ROW, "output value", "expected value", "score", "value", "standard error"}
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328;
+       max-width: 1100px; margin: 24px auto; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 6px; }
+h2 { font-size: 16px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1px solid #d0d7de; }
+.headline { font-size: 19px; font-weight: 600; margin: 6px 0 10px; }
+.note { margin: 4px 0; padding: 6px 10px; background: #fff8c5; border-left: 3px solid #d4a72c; }
+.muted { color: #57606a; font-size: 12px; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top;
+         font-size: 13px; }
+th { background: #f6f8fa; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.text, code { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.plots { display: flex; gap: 16px; align-items: flex-start; }
+.plots img { flex: 0 1 auto; min-width: 0; height: auto; }
+"""
+
+
+def _html_table(header: list[str], rows: list[list[str]], empty: str = "") -> str:
+    if not rows:
+        return f"<p>{html.escape(empty)}</p>"
+    kinds = [
+        "num" if h in _NUMERIC else "text" if h in ("id", "output", "expected") else ""
+        for h in header
+    ]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{kind}">{html.escape(cell)}</td>'
+            if kind
+            else f"<td>{html.escape(cell)}</td>"
+            for kind, cell in zip(kinds, row, strict=True)
+        )
+        + "</tr>\n"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
+
+
+def _image(png: bytes, alt: str, size: tuple[int, int]) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<img alt="{alt}" width="{size[0]}" height="{size[1]}" src="data:image/png;base64,{data}">'
+    )

@@ -1,8 +1,9 @@
-"""The report: headless PNG plots and a Markdown summary, the same fed in batches or at once,
-with the cells of the table shown as text and never as markup."""
+"""The report: headless PNG plots, a Markdown summary and a self-contained HTML report, the
+same fed in batches or at once, with the cells of the table shown as text and never as markup."""
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import os
@@ -10,6 +11,7 @@ import re
 import struct
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ import pytest
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.report import (
     HISTOGRAM_PNG,
+    REPORT_HTML,
     SCATTER_PNG,
     SUMMARY_MD,
     ReportBuilder,
@@ -75,9 +78,11 @@ def build(
     return builder
 
 
-def test_write_gives_headless_pngs_and_a_summary(results: pd.DataFrame, tmp_path: Path) -> None:
+def test_write_gives_headless_pngs_a_summary_and_an_html_report(
+    results: pd.DataFrame, tmp_path: Path
+) -> None:
     paths = build(results).write(tmp_path / "report", aggregate(results), "preds.csv")
-    assert [p.name for p in paths] == [HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD]
+    assert [p.name for p in paths] == [HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML]
     assert sorted(os.listdir(tmp_path / "report")) == sorted(p.name for p in paths)
     assert png_size(paths[0]) == (800, 450)
     assert png_size(paths[1]) == (650, 650)
@@ -147,10 +152,12 @@ def test_failing_rows_show_failures_only_and_say_how_many(
     results = failures(n_failed, n_unparseable)
     builder = ReportBuilder(Options(), id_col="id")
     builder.add(results)
-    summary = builder.write(tmp_path, aggregate(results), "t")[2].read_text()
+    summary, page = (p.read_text() for p in builder.write(tmp_path, aggregate(results), "t")[2:])
     assert title in summary
     section = summary.split(title)[1].split("## Unparseable")[0]
     assert [row[1] for row in table(section)] == shown  # no passing row fills the table
+    assert html.escape(title.splitlines()[0][3:]) in page
+    assert all(f">{key}<" in page for key in shown) and ">k0<" not in page
 
 
 def test_summary_names_the_plots_instead_of_embedding_them(
@@ -158,7 +165,76 @@ def test_summary_names_the_plots_instead_of_embedding_them(
 ) -> None:
     text = (build(results).write(tmp_path, aggregate(results), "preds.csv")[2]).read_text()
     assert "![" not in text and "](" not in text
-    assert "The plots are in `score_histogram.png` and `output_vs_expected.png`." in text
+    assert (
+        "The plots are in `report.html` (with everything in this summary), "
+        "`score_histogram.png` and `output_vs_expected.png`."
+    ) in text
+
+
+class Tags(HTMLParser):
+    """The tags, attributes and text of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+EMITTED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "div", "img",
+    "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+
+
+def parse(page: str) -> Tags:
+    parser = Tags()
+    parser.feed(page)
+    parser.close()
+    tags = {tag for tag, _ in parser.tags}
+    assert tags <= EMITTED_TAGS, f"unexpected tags: {tags - EMITTED_TAGS}"
+    images = [attrs for tag, attrs in parser.tags if tag == "img"]
+    assert len(images) == 2
+    assert all(str(image["src"]).startswith("data:image/png;base64,") for image in images)
+    assert not any(name.startswith("on") for _, attrs in parser.tags for name in attrs)
+    return parser
+
+
+def test_html_report_is_self_contained_with_the_summary_content(
+    results: pd.DataFrame, tmp_path: Path
+) -> None:
+    aggregates = aggregate(results)
+    paths = build(results).write(tmp_path, aggregates, "preds.csv")
+    page = paths[3].read_text()
+    parser = parse(page)
+    sources = [str(attrs["src"]) for tag, attrs in parser.tags if tag == "img"]
+    embedded = [base64.b64decode(src.split(",", 1)[1]) for src in sources]
+    assert embedded == [paths[0].read_bytes(), paths[1].read_bytes()]
+    outside = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page).replace("/(n-1)", "")
+    assert not re.search(r"<script|<link|<iframe|url\(|https?:|//", outside)
+    text = " ".join(parser.text)
+    n_passed = int(results["passed"].sum())
+    texts = [t for t in parser.text if t.strip()]
+    assert texts[:3:2] == ["Numeric diff report"] * 2  # the title, then the style, the heading
+    assert texts[3] == (
+        f"Mean score {aggregates['mean_score']:.4f} ± {aggregates['mean_score_stderr']:.4f}"
+        f" · passed {n_passed} of 300 rows ({n_passed / 300:.1%})"
+    )
+    for expected in (
+        "preds.csv", "300 rows (2 unparseable)", f"{aggregates['pass_rate']:.6g}",
+        f"{pass_rate_stderr(aggregates['pass_rate'], 300):.6g}", "threshold", "'first'",
+        "id_col", "Failing rows (3 shown of 3, lowest scores first)", "bad-2",
+        "Unparseable rows (2 shown of 2)", "no idea",
+    ):  # fmt: skip
+        assert expected in text
 
 
 @pytest.mark.parametrize("batch_size", [1, 7, 64, 299])
@@ -224,6 +300,7 @@ def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
     if len(results) == 1:
         assert "| mean\\_score | 0.714286 | n/a |" in text  # no standard error from one row
         assert "**Mean score 0.7143 · passed 0 of 1 rows (0.0%)**" in text
+    parse(paths[3].read_text())
 
 
 @pytest.mark.parametrize(
@@ -295,8 +372,8 @@ def inert(line: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """summary.md of a table whose ids, cells, column names, source and notes
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """summary.md and report.html of a table whose ids, cells, column names, source and notes
     are attacks on Markdown and HTML."""
     out_col, exp_col, id_col = HOSTILE_COLUMNS
     frame = pd.DataFrame(
@@ -307,11 +384,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> str:
     builder.add(results)
     folder = tmp_path_factory.mktemp("hostile")
     paths = builder.write(folder, aggregate(results), HOSTILE_SOURCE, NOTES)
-    return paths[2].read_text()
+    return paths[2].read_text(), paths[3].read_text()
 
 
-def test_hostile_cells_are_inert_text_in_the_summary(hostile: str) -> None:
-    summary = hostile
+def test_hostile_cells_are_inert_text_in_the_summary(hostile: tuple[str, str]) -> None:
+    summary = hostile[0]
     for forbidden in ("<", "![", "](", "javascript:", "http:", "www.", "\x1b", "\u202e"):
         assert forbidden not in summary
     rows = table(summary.split("## Failing rows")[1].split("## Unparseable")[0])
@@ -330,12 +407,28 @@ def test_hostile_cells_are_inert_text_in_the_summary(hostile: str) -> None:
         assert not re.search(r"[`*_~\[\]()!<>&:@\\|]|(?<![0-9])\.|\.(?![0-9])", inert(text)), text
 
 
-def test_notes_show_under_the_headline(hostile: str) -> None:
-    summary = hostile
+def test_hostile_cells_are_escaped_text_in_the_html_report(hostile: tuple[str, str]) -> None:
+    page = hostile[1]
+    parser = parse(page)  # only the tags the report emits, images only as data URIs
+    assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
+    for attack in ATTACKS:
+        assert parser.text.count(shown(attack)) == 2  # as the id and as the output, as text
+        assert parser.text.count(f"1e9 {shown(attack)}") == 1
+    assert HOSTILE_SOURCE in parser.text
+    for column in HOSTILE_COLUMNS:
+        assert repr(column) in parser.text
+
+
+def test_notes_show_under_the_headline_in_both_reports(hostile: tuple[str, str]) -> None:
+    summary, page = hostile
     lines = summary.splitlines()
     assert lines[2].startswith("**Mean score ") and lines[3] == ""
     assert [unmarkdown(line.removeprefix("- ")) for line in lines[4:6]] == [shown(n) for n in NOTES]
     assert lines[6] == "" and lines[7].startswith("Input: ")
+    texts = [t for t in parse(page).text if t.strip()]
+    assert texts[3].startswith("Mean score ")
+    assert texts[4:6] == [shown(n) for n in NOTES] and texts[6] == "Input: "
+    assert '<p class="note">' in page
 
 
 @pytest.mark.parametrize(
@@ -351,3 +444,39 @@ def test_pass_rate_stderr_is_that_of_the_pass_indicator() -> None:
     passed = np.random.default_rng(3).random(77) < 0.8
     expected = passed.std(ddof=1) / math.sqrt(len(passed))
     assert pass_rate_stderr(passed.mean(), len(passed)) == pytest.approx(expected)
+
+
+def test_a_failed_write_leaves_no_report_file(results: pd.DataFrame, tmp_path: Path) -> None:
+    """report.html cannot be written (a folder holds its name): the plots and the summary
+    written before it, and a stale summary of an earlier run, are removed; the error is raised."""
+    (tmp_path / SUMMARY_MD).write_text("an earlier run")
+    (tmp_path / REPORT_HTML).mkdir()
+    with pytest.raises(IsADirectoryError):
+        build(results).write(tmp_path, aggregate(results), "preds.csv")
+    assert os.listdir(tmp_path) == [REPORT_HTML]
+
+
+def test_a_full_disk_leaves_no_report_file(results: pd.DataFrame, tmp_path: Path) -> None:
+    """On a real tmpfs with room for the plots and the summary but not for report.html."""
+    sizes = [p.stat().st_size for p in build(results).write(tmp_path / "roomy", {}, "p.csv")]
+    page = 4096
+    room = (sum(sizes[:3]) // page + 2) * page
+    assert sizes[3] > 3 * page  # report.html cannot fit in what is left
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={room}", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        with pytest.raises(OSError, match="No space left on device"):
+            build(results).write(mount / "report", {}, "p.csv")
+        assert os.listdir(mount / "report") == []
+    finally:
+        subprocess.run(["umount", str(mount)], check=True, timeout=30)
