@@ -372,10 +372,10 @@ class ReportBuilder:
         plots embedded as data URIs, no script and no external URL."""
         esc = html.escape
         plots = [
-            _image(png, alt, size)
-            for png, alt, size in (
-                (histogram, "Score histogram", (800, 450)),
-                (scatter, "Output vs expected", (650, 650)),
+            _image(png, kind, alt, size)
+            for png, kind, alt, size in (
+                (histogram, "histogram", "Score histogram", (800, 450)),
+                (scatter, "scatter", "Output vs expected", (650, 650)),
             )
             if png
         ]
@@ -616,9 +616,12 @@ th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical
          font-size: 13px; }
 th { background: #f6f8fa; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.text, code { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
-.plots { display: flex; gap: 16px; align-items: flex-start; }
-.plots img { flex: 0 1 auto; min-width: 0; height: auto; }
+td.text, code { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: break-word; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.plots img { min-width: 0; height: auto; }
+/* Side by side in proportion to their sizes while both fit at 60%, else one per line. */
+img.histogram { flex: 800 1 480px; max-width: 800px; }
+img.scatter { flex: 650 1 390px; max-width: 650px; }
 """
 
 
@@ -644,8 +647,10 @@ def _html_table(header: list[str], rows: list[list[str]], empty: str = "") -> st
     return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
 
 
-def _image(png: bytes, alt: str, size: tuple[int, int]) -> str:
+def _image(png: bytes, kind: str, alt: str, size: tuple[int, int]) -> str:
     data = base64.b64encode(png).decode("ascii")
+    width, height = size
     return (
-        f'<img alt="{alt}" width="{size[0]}" height="{size[1]}" src="data:image/png;base64,{data}">'
+        f'<img class="{kind}" alt="{alt}" width="{width}" height="{height}" '
+        f'src="data:image/png;base64,{data}">'
     )

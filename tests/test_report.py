@@ -124,7 +124,7 @@ def table(markdown: str) -> list[list[str]]:
 
 
 def failures(n_failed: int, n_unparseable: int = 0) -> pd.DataFrame:
-    """20 exact rows, then ``n_failed`` failing rows scoring 0.5, 0.49, ..., then unparseable."""
+    """20 exact rows, then ``n_failed`` failing rows scoring 0.5, 0.495, ..., then unparseable."""
     outputs = ["7"] * 20 + [str(100 - i) for i in range(n_failed)] + ["none"] * n_unparseable
     expecteds = ["7"] * 20 + ["200"] * n_failed + ["1"] * n_unparseable
     frame = pd.DataFrame({"id": [f"k{i}" for i in range(len(outputs))], "output": outputs})
