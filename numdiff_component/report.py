@@ -582,15 +582,18 @@ def _cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 
 # Backslash escapes for what makes emphasis, strikethrough, code, links, images and table cells,
-# and for the ":" of "http://" or "javascript:", the "@" of an e-mail and a "." not between digits
-# (as in "www.example.com"), so that no autolink is recognised; "&", "<" and ">" become entities.
-_MARKDOWN = re.compile(r"[\\`*_~\[\]()!|:@]|(?<![0-9])\.|\.(?![0-9])")
+# and for the ":" of "http://" or "javascript:" and a "." not between digits ("www.example.com"),
+# so that no autolink is recognised. "&", "<", ">" and the "@" of an e-mail become entities:
+# CommonMark renderers and showdown (which shows "\@" as is) both show them as the character.
+_MARKDOWN = re.compile(r"[\\`*_~\[\]()!|:]|(?<![0-9])\.|\.(?![0-9])")
 
 
 def _markdown(text: str) -> str:
     """``text`` (one line) as inert Markdown: it shows as itself and makes no markup."""
     text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    )
 
 
 def _markdown_table(header: list[str], rows: list[list[str]], empty: str = "") -> list[str]:
