@@ -1,9 +1,15 @@
-"""Plots and a Markdown summary of a scored table, built batch by batch in bounded memory.
+"""Plots, a Markdown summary and an HTML report of a scored table, built in bounded memory.
 
 `ReportBuilder` keeps, whatever the number of rows: pass/fail score histograms on fixed bins, a
-uniform sample of (output value, expected value) pairs for the scatter plot, the count of
-unparseable rows, the ``worst_k`` rows with the lowest scores and the first ``worst_k``
-unparseable rows. Feeding a table in batches gives the same report as feeding it at once.
+uniform sample of (output value, expected value) pairs for the scatter plot, the counts of
+failing and unparseable rows, the ``worst_k`` failing rows with the lowest scores and the first
+``worst_k`` unparseable rows. Feeding a table in batches gives the same report as feeding it at
+once.
+
+Cells of the table are untrusted text. Every user-derived string (cells, ids, column names, the
+source, notes) is shown as one line with control characters made visible, then escaped for its
+medium: HTML-escaped in ``report.html``; in ``summary.md`` made inert, so that no HTML tag,
+entity, emphasis, code span, link, image or autolink can come out of it.
 
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a report is written.
@@ -11,9 +17,14 @@ backend switch, no display needed. matplotlib is imported only when a report is 
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import html
+import io
 import math
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +37,38 @@ from numdiff_component.scoring import UNPARSEABLE
 HISTOGRAM_PNG = "score_histogram.png"
 SCATTER_PNG = "output_vs_expected.png"
 SUMMARY_MD = "summary.md"
+REPORT_HTML = "report.html"
 
 _ROW = "row"  # position of a row in the whole table, counted over all batches
 _CELL_CHARS = 60
 _PASS_COLOUR, _FAIL_COLOUR, _UNPARSEABLE_COLOUR = "#2b8cbe", "#e34a33", "#969696"
 
 
+def pass_rate_stderr(pass_rate: float, n: float) -> float:
+    """Standard error of a pass rate over ``n`` rows: √(p(1-p)/(n-1)); NaN when n < 2.
+
+    It is the sample standard deviation (ddof=1) of the pass/fail indicator over √n, as
+    ``mean_score_stderr`` is for the scores.
+
+    >>> round(pass_rate_stderr(0.9, 101), 6), pass_rate_stderr(1.0, 1)
+    (0.03, nan)
+    """
+    return math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n >= 2 else math.nan
+
+
 class ReportBuilder:
-    """Collect what the report needs from scored batches, then write the plots and summary.
+    """Collect what the report needs from scored batches, then write the plots and reports.
 
     ``add`` takes frames from `score_frame` (input columns and result columns); ``write``
-    draws ``score_histogram.png`` and ``output_vs_expected.png`` and writes ``summary.md``.
+    draws ``score_histogram.png`` and ``output_vs_expected.png`` and writes ``summary.md`` and
+    ``report.html`` (the same content, with the plots embedded).
 
     >>> from numdiff_component import score_frame
     >>> builder = ReportBuilder(Options(), id_col="id")
     >>> df = pd.DataFrame({"id": ["a", "b"], "output": ["3", "n/a"], "expected": ["4", "1"]})
     >>> builder.add(score_frame(df))
-    >>> builder.n_rows, builder.n_unparseable, builder.worst()["id"].tolist()
-    (2, 1, ['a'])
+    >>> builder.n_rows, builder.n_failed, builder.n_unparseable, builder.failing()["id"].tolist()
+    (2, 1, 1, ['a'])
     """
 
     def __init__(
@@ -71,6 +96,7 @@ class ReportBuilder:
         self.failed_counts = np.zeros(bins, dtype=np.int64)
         self.n_rows = 0
         self.n_passed = 0
+        self.n_failed = 0  # rows with numbers that failed; unparseable rows are counted apart
         self.n_unparseable = 0
         self._rng = np.random.default_rng(seed)
         # Bottom-k sample: each row with numbers gets a uniform key; the rows with the smallest
@@ -78,7 +104,7 @@ class ReportBuilder:
         self._sample = pd.DataFrame(
             {"key": [], "output_value": [], "expected_value": [], "passed": []}
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
-        self._worst = pd.DataFrame()
+        self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
 
     def add(self, batch: pd.DataFrame) -> None:
@@ -89,13 +115,15 @@ class ReportBuilder:
         scores = np.asarray(batch["score"], dtype=float)
         passed = np.asarray(batch["passed"], dtype=bool)
         parsed = np.asarray(batch["label"], dtype=object) != UNPARSEABLE
+        failed = parsed & ~passed
         keys = self._rng.random(n)  # one draw per row, so the stream does not depend on batching
         first_row = self.n_rows
         self.n_rows += n
         self.n_passed += int(passed.sum())
+        self.n_failed += int(failed.sum())
         self.n_unparseable += int((~parsed).sum())
         self.passed_counts += np.histogram(scores[passed], bins=self.edges)[0]
-        self.failed_counts += np.histogram(scores[parsed & ~passed], bins=self.edges)[0]
+        self.failed_counts += np.histogram(scores[failed], bins=self.edges)[0]
 
         with_numbers = np.flatnonzero(parsed)
         drawn = with_numbers[_lowest(keys[with_numbers], self.sample_size)]
@@ -108,9 +136,10 @@ class ReportBuilder:
             }
         )
         self._sample = _smallest(self._sample, candidates, ["key"], self.sample_size)
-        worst = with_numbers[_lowest(scores[with_numbers], self.worst_k)]
-        self._worst = _smallest(
-            self._worst, self._rows(batch, worst, first_row), ["score", _ROW], self.worst_k
+        failing = np.flatnonzero(failed)
+        lowest = failing[_lowest(scores[failing], self.worst_k)]
+        self._failing = _smallest(
+            self._failing, self._rows(batch, lowest, first_row), ["score", _ROW], self.worst_k
         )
         if len(self._unparseable) < self.worst_k:
             first = np.flatnonzero(~parsed)[: self.worst_k - len(self._unparseable)]
@@ -119,7 +148,7 @@ class ReportBuilder:
             )
 
     def _rows(self, batch: pd.DataFrame, index: np.ndarray, first_row: int) -> pd.DataFrame:
-        """The columns shown for a row in the summary, for the rows of ``batch`` at ``index``."""
+        """The columns shown for a row in the report, for the rows of ``batch`` at ``index``."""
         picked = batch.iloc[index]
         columns: dict[str, Any] = {_ROW: index + first_row}
         if self.id_col is not None:
@@ -131,9 +160,10 @@ class ReportBuilder:
             columns[name] = picked[name].to_numpy()
         return pd.DataFrame(columns)
 
-    def worst(self) -> pd.DataFrame:
-        """The rows with numbers that scored lowest, lowest first (ties: earlier row first)."""
-        return self._worst.reset_index(drop=True)
+    def failing(self) -> pd.DataFrame:
+        """The failing rows (with numbers) that scored lowest, lowest first (ties: earlier row
+        first); the unparseable rows are in `unparseable`."""
+        return self._failing.reset_index(drop=True)
 
     def unparseable(self) -> pd.DataFrame:
         """The first unparseable rows, in table order."""
@@ -143,19 +173,40 @@ class ReportBuilder:
         """The uniform sample of rows with numbers drawn for the scatter plot."""
         return self._sample.drop(columns="key").reset_index(drop=True)
 
-    def write(self, folder: Path, aggregates: Mapping[str, float], source: str) -> list[Path]:
-        """Write the two plots and ``summary.md`` into ``folder``; the paths written."""
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = [folder / HISTOGRAM_PNG, folder / SCATTER_PNG, folder / SUMMARY_MD]
+    def write(
+        self,
+        folder: Path,
+        aggregates: Mapping[str, float],
+        source: str,
+        notes: Sequence[str] = (),
+    ) -> list[Path]:
+        """Write the two plots, ``summary.md`` and ``report.html`` into ``folder``; the paths.
+
+        ``notes`` are one-line messages shown under the headline of both reports. On an error
+        (a full disk) no file of the report is left in ``folder`` and the error is raised.
+        """
         # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            self._draw_histogram(paths[0])
-            self._draw_scatter(paths[1])
-        paths[2].write_text(self.summary(aggregates, source), encoding="utf-8")
-        return paths
+            histogram, scatter = self._draw_histogram(), self._draw_scatter()
+        files = {
+            HISTOGRAM_PNG: histogram,
+            SCATTER_PNG: scatter,
+            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
+            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
+        }
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            for name, data in files.items():
+                (folder / name).write_bytes(data)
+        except BaseException:
+            for name in files:  # a stale file of an earlier run would not match the others
+                with contextlib.suppress(OSError):
+                    (folder / name).unlink(missing_ok=True)
+            raise
+        return [folder / name for name in files]
 
-    def _draw_histogram(self, path: Path) -> None:
+    def _draw_histogram(self) -> bytes:
         fig, ax = _figure(8.0, 4.5)
         width = np.diff(self.edges)
         left = self.edges[:-1]
@@ -192,9 +243,9 @@ class ReportBuilder:
         rate = self.n_passed / self.n_rows if self.n_rows else math.nan
         ax.set_title(f"Scores of {self.n_rows:,} rows: {self.n_passed:,} passed ({rate:.1%})")
         ax.legend(loc="upper left", frameon=False)
-        _save(fig, path)
+        return _png(fig)
 
-    def _draw_scatter(self, path: Path) -> None:
+    def _draw_scatter(self) -> bytes:
         fig, ax = _figure(6.5, 6.5)
         sample = self.sample()
         x = sample["output_value"].to_numpy(dtype=float)
@@ -221,8 +272,7 @@ class ReportBuilder:
             )
             ax.set_xticks([])
             ax.set_yticks([])
-            _save(fig, path)
-            return
+            return _png(fig)
         scale, linthresh = axis_scale(np.concatenate([x, y]))
         for axis_set in (ax.set_xscale, ax.set_yscale):
             if scale == "symlog":
@@ -267,62 +317,147 @@ class ReportBuilder:
                 color="dimgray",
                 transform=ax.transAxes,
             )
-        _save(fig, path)
+        return _png(fig)
 
-    def summary(self, aggregates: Mapping[str, float], source: str) -> str:
-        """The Markdown summary: input, aggregates with standard errors, options, worst rows."""
-        n = self.n_rows
-        pass_rate = aggregates.get("pass_rate", self.n_passed / n if n else math.nan)
-        rate_stderr = math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
-        stderrs = {
-            "mean_score": aggregates.get("mean_score_stderr", math.nan),
-            "pass_rate": rate_stderr,
-        }
+    def summary(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> str:
+        """The Markdown summary: headline, notes, input, aggregates with standard errors,
+        options, where the plots are, the failing rows and the unparseable rows."""
         lines = [
             "# Numeric diff report",
             "",
-            f"Input: `{source}`, {n:,} rows ({self.n_unparseable:,} unparseable).",
+            f"**{self._headline(aggregates)}**",
+            "",
+            *(f"- {_markdown(_text(note, None))}" for note in notes),
+            *([""] if notes else []),
+            f"Input: {_markdown(_text(source, None))}, {self._counts()}.",
             "",
             "## Aggregates",
             "",
-            "| aggregate | value | standard error |",
-            "| --- | --- | --- |",
-        ]
-        for name, value in aggregates.items():
-            if name == "mean_score_stderr":
-                continue
-            err = _number(name, stderrs[name]) if name in stderrs else ""
-            lines.append(f"| {name} | {_number(name, value)} | {err} |")
-        lines += [
+            *_markdown_table(
+                ["aggregate", "value", "standard error"], self._aggregates(aggregates)
+            ),
             "",
-            "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-            "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1)).",
+            _STDERR_NOTE,
             "",
             "## Options",
             "",
-            "| option | value |",
-            "| --- | --- |",
-            *(f"| {k} | `{v!r}` |" for k, v in self.options.as_dict().items()),
-            f"| output_col | `{self.output_col!r}` |",
-            f"| expected_col | `{self.expected_col!r}` |",
-            f"| id_col | `{self.id_col!r}` |",
+            *_markdown_table(["option", "setting"], self._options()),
             "",
             "## Plots",
             "",
-            f"![Score histogram]({HISTOGRAM_PNG})",
+            f"The plots are in `{REPORT_HTML}` (with everything in this summary), "
+            f"`{HISTOGRAM_PNG}` and `{SCATTER_PNG}`.",
             "",
-            f"![Output vs expected]({SCATTER_PNG})",
+            f"## {self._failing_title()}",
             "",
-            f"## Worst rows (lowest scores, up to {self.worst_k})",
+            *_markdown_table(*_cells(self.failing()), empty=self._no_failure()),
             "",
-            *_markdown_table(self.worst(), "No row has a number on both sides."),
+            f"## {self._unparseable_title()}",
             "",
-            f"## Unparseable rows ({min(self.worst_k, self.n_unparseable)} shown of "
-            f"{self.n_unparseable:,})",
-            "",
-            *_markdown_table(self.unparseable(), "None."),
+            *_markdown_table(*_cells(self.unparseable()), empty="None."),
         ]
         return "\n".join(lines) + "\n"
+
+    def html(
+        self,
+        aggregates: Mapping[str, float],
+        source: str,
+        notes: Sequence[str] = (),
+        histogram: bytes = b"",
+        scatter: bytes = b"",
+    ) -> str:
+        """The same content as `summary` as one self-contained HTML page: inline CSS, the PNG
+        plots embedded as data URIs, no script and no external URL."""
+        esc = html.escape
+        plots = [
+            _image(png, kind, alt, size)
+            for png, kind, alt, size in (
+                (histogram, "histogram", "Score histogram", (800, 450)),
+                (scatter, "scatter", "Output vs expected", (650, 650)),
+            )
+            if png
+        ]
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            "<title>Numeric diff report</title>",
+            f"<style>{_CSS}</style>",
+            "</head><body>",
+            "<h1>Numeric diff report</h1>",
+            f'<p class="headline">{esc(self._headline(aggregates))}</p>',
+            *(f'<p class="note">{esc(_text(note, None))}</p>' for note in notes),
+            f"<p>Input: <code>{esc(_text(source, None))}</code>, {esc(self._counts())}.</p>",
+            "<h2>Aggregates</h2>",
+            _html_table(["aggregate", "value", "standard error"], self._aggregates(aggregates)),
+            f'<p class="muted">{esc(_STDERR_NOTE.replace("`", ""))}</p>',
+            "<h2>Options</h2>",
+            _html_table(["option", "setting"], self._options()),
+            "<h2>Plots</h2>",
+            f'<div class="plots">{"".join(plots)}</div>',
+            f"<h2>{esc(self._failing_title())}</h2>",
+            _html_table(*_cells(self.failing()), empty=self._no_failure()),
+            f"<h2>{esc(self._unparseable_title())}</h2>",
+            _html_table(*_cells(self.unparseable()), empty="None."),
+            "</body></html>",
+        ]
+        return "\n".join(parts) + "\n"
+
+    def _headline(self, aggregates: Mapping[str, float]) -> str:
+        n = self.n_rows
+        mean = aggregates.get("mean_score", math.nan)
+        stderr = aggregates.get("mean_score_stderr", math.nan)
+        mean_text = "n/a" if math.isnan(mean) else f"{mean:.4f}"
+        mean_text += "" if math.isnan(stderr) else f" ± {stderr:.4f}"
+        rate = f" ({self.n_passed / n:.1%})" if n else ""
+        return f"Mean score {mean_text} · passed {self.n_passed:,} of {n:,} rows{rate}"
+
+    def _counts(self) -> str:
+        return f"{self.n_rows:,} rows ({self.n_unparseable:,} unparseable)"
+
+    def _aggregates(self, aggregates: Mapping[str, float]) -> list[list[str]]:
+        pass_rate = aggregates.get("pass_rate", math.nan)
+        stderrs = {
+            "mean_score": aggregates.get("mean_score_stderr", math.nan),
+            "pass_rate": pass_rate_stderr(pass_rate, aggregates.get("n_rows", self.n_rows)),
+        }
+        return [
+            [
+                str(name),
+                _number(name, value),
+                _number(name, stderrs[name]) if name in stderrs else "",
+            ]
+            for name, value in aggregates.items()
+            if name != "mean_score_stderr"
+        ]
+
+    def _options(self) -> list[list[str]]:
+        columns = {
+            "output_col": self.output_col,
+            "expected_col": self.expected_col,
+            "id_col": self.id_col,
+        }
+        return [
+            [name, repr(value)] for name, value in {**self.options.as_dict(), **columns}.items()
+        ]
+
+    def _failing_title(self) -> str:
+        if self.n_failed == 0:
+            return "Failing rows"
+        return (
+            f"Failing rows ({len(self._failing):,} shown of {self.n_failed:,}, lowest scores first)"
+        )
+
+    def _no_failure(self) -> str:
+        if self.n_unparseable:
+            return "No row with a number on both sides failed."
+        return "No row failed."
+
+    def _unparseable_title(self) -> str:
+        shown = min(self.worst_k, self.n_unparseable)
+        return f"Unparseable rows ({shown:,} shown of {self.n_unparseable:,})"
 
 
 def axis_scale(values: np.ndarray) -> tuple[str, float]:
@@ -397,8 +532,10 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
     return fig, fig.add_subplot()
 
 
-def _save(fig: Any, path: Path) -> None:
-    fig.savefig(path, format="png", metadata={"Software": None})
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
 
 
 def _number(name: str, value: Any) -> str:
@@ -409,22 +546,114 @@ def _number(name: str, value: Any) -> str:
     return f"{float(value):.6g}"
 
 
-def _cell(value: Any) -> str:
+_STDERR_NOTE = (
+    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
+    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
+)
+
+# C0 and C1 controls but tab and line breaks (read as spaces), and the bidirectional controls
+# that reorder what is shown: an ANSI colour code or a reversed file name shows as escapes.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())  # as Python writes it: ESC is shown as \x1b, in any font
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _text(value: Any, limit: int | None = _CELL_CHARS) -> str:
+    """``value`` as one line of visible text (no control character), cut to ``limit``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.6g}"
-    text = " ".join(str(value).split())  # one line: a newline would end the table row
-    if len(text) > _CELL_CHARS:
-        text = text[: _CELL_CHARS - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    text = " ".join(_CONTROL.sub(_visible, str(value)).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
 
 
-def _markdown_table(frame: pd.DataFrame, empty: str) -> list[str]:
-    if frame.empty:
-        return [empty]
+def _cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of ``frame`` as text."""
     header = [str(c).replace("_", " ") for c in frame.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return header, [[_text(v) for v in row] for row in frame.itertuples(index=False)]
+
+
+# Backslash escapes for what makes emphasis, strikethrough, code, links, images and table cells,
+# and for the ":" of "http://" or "javascript:" and a "." not between digits ("www.example.com"),
+# so that no autolink is recognised. "&", "<", ">" and the "@" of an e-mail become entities:
+# CommonMark renderers and showdown (which shows "\@" as is) both show them as the character.
+_MARKDOWN = re.compile(r"[\\`*_~\[\]()!|:]|(?<![0-9])\.|\.(?![0-9])")
+
+
+def _markdown(text: str) -> str:
+    """``text`` (one line) as inert Markdown: it shows as itself and makes no markup."""
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    )
+
+
+def _markdown_table(header: list[str], rows: list[list[str]], empty: str = "") -> list[str]:
+    if not rows:
+        return [empty]
+    lines = ["| " + " | ".join(map(_markdown, header)) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(map(_markdown, row)) + " |" for row in rows]
     return lines
+
+
+_NUMERIC = {_ROW, "output value", "expected value", "score", "value", "standard error"}
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328;
+       max-width: 1100px; margin: 24px auto; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 6px; }
+h2 { font-size: 16px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1px solid #d0d7de; }
+.headline { font-size: 19px; font-weight: 600; margin: 6px 0 10px; }
+.note { margin: 4px 0; padding: 6px 10px; background: #fff8c5; border-left: 3px solid #d4a72c; }
+.muted { color: #57606a; font-size: 12px; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top;
+         font-size: 13px; }
+th { background: #f6f8fa; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.text, code { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: break-word; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.plots img { min-width: 0; height: auto; }
+/* Side by side in proportion to their sizes while both fit at 60%, else one per line. */
+img.histogram { flex: 800 1 480px; max-width: 800px; }
+img.scatter { flex: 650 1 390px; max-width: 650px; }
+"""
+
+
+def _html_table(header: list[str], rows: list[list[str]], empty: str = "") -> str:
+    if not rows:
+        return f"<p>{html.escape(empty)}</p>"
+    kinds = [
+        "num" if h in _NUMERIC else "text" if h in ("id", "output", "expected") else ""
+        for h in header
+    ]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{kind}">{html.escape(cell)}</td>'
+            if kind
+            else f"<td>{html.escape(cell)}</td>"
+            for kind, cell in zip(kinds, row, strict=True)
+        )
+        + "</tr>\n"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
+
+
+def _image(png: bytes, kind: str, alt: str, size: tuple[int, int]) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    width, height = size
+    return (
+        f'<img class="{kind}" alt="{alt}" width="{width}" height="{height}" '
+        f'src="data:image/png;base64,{data}">'
+    )
