@@ -222,9 +222,10 @@ def run_job(
     path = results_folder(config.results_dir) / RESULTS_PARQUET
     collected = _score(engine, table, config, path, progress)
     aggregates = collected.totals.aggregates()
-    reports = _write_report(collected.report, path, aggregates, table.source)
+    source = absolute(table.source)
+    reports = _write_report(collected.report, path, aggregates, source)
     evaluation = Evaluation(
-        source=absolute(table.source),
+        source=source,
         dataset_name=table.name,
         options=config.options,
         output_col=config.output_col,

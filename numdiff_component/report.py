@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from numdiff_component.aggregate import pass_rate_stderr
 from numdiff_component.options import Options
 from numdiff_component.scoring import UNPARSEABLE
 
@@ -42,18 +43,6 @@ REPORT_HTML = "report.html"
 _ROW = "row"  # position of a row in the whole table, counted over all batches
 _CELL_CHARS = 60
 _PASS_COLOUR, _FAIL_COLOUR, _UNPARSEABLE_COLOUR = "#2b8cbe", "#e34a33", "#969696"
-
-
-def pass_rate_stderr(pass_rate: float, n: float) -> float:
-    """Standard error of a pass rate over ``n`` rows: √(p(1-p)/(n-1)); NaN when n < 2.
-
-    It is the sample standard deviation (ddof=1) of the pass/fail indicator over √n, as
-    ``mean_score_stderr`` is for the scores.
-
-    >>> round(pass_rate_stderr(0.9, 101), 6), pass_rate_stderr(1.0, 1)
-    (0.03, nan)
-    """
-    return math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n >= 2 else math.nan
 
 
 class ReportBuilder:

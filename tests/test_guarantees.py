@@ -335,7 +335,13 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
     tracking = {p for p in changed if p.startswith(("artifacts/", "mlflow.db"))}
     assert sorted(changed - tracking) == sorted(
         f"res/{name}"
-        for name in ["results.parquet", report.HISTOGRAM_PNG, report.SCATTER_PNG, report.SUMMARY_MD]
+        for name in [
+            "results.parquet",
+            report.HISTOGRAM_PNG,
+            report.SCATTER_PNG,
+            report.SUMMARY_MD,
+            report.REPORT_HTML,
+        ]
     )
     assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
     assert os.listdir(tmp_path / "cwd") == [] and os.listdir(tmp_path / "tmp") == []

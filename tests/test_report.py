@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from numdiff_component import Options, aggregate, score_frame
+from numdiff_component.aggregate import pass_rate_stderr
 from numdiff_component.report import (
     HISTOGRAM_PNG,
     REPORT_HTML,
@@ -26,7 +27,6 @@ from numdiff_component.report import (
     SUMMARY_MD,
     ReportBuilder,
     axis_scale,
-    pass_rate_stderr,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
