@@ -6,8 +6,9 @@ model and can be overridden when loading it
 (``mlflow.pyfunc.load_model(uri, model_config={"threshold": 0.9})``) or serving it
 (``MLFLOW_PYFUNC_INFERENCE_CONFIG='{"threshold": 0.9}'``).
 
-The model carries a copy of this package (``code_paths``), so it loads where
-``numdiff_component`` is not installed; its pip requirements are the core's dependencies
+The model is logged from code (`numdiff_component.model_code`; nothing is pickled) and carries
+a copy of this package (``code_paths``), so it loads where ``numdiff_component`` is not
+installed; its pip requirements are the core's dependencies
 (mlflow, pandas, numpy, pyarrow) at the versions installed when it was logged.
 """
 
@@ -32,6 +33,7 @@ from numdiff_component.tracking import mlflow_run
 INPUT_COLUMNS = ("output", "expected")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
 _COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string"}
+_MAYBE_NO_NUMBER = ("output_value", "expected_value", "abs_error")
 
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
@@ -46,8 +48,9 @@ class NumericDiffModel(PythonModel):
     """Scores ``output`` against ``expected`` row by row, with the options of its model config.
 
     ``predict`` returns one row per input row, in input order, with the result columns of
-    `score_frame` (`RESULT_COLUMNS`, in that order) and the same numbers. Other input columns
-    are ignored.
+    `score_frame` (`RESULT_COLUMNS`, in that order) and the same numbers; where there is no
+    number, ``output_value``, ``expected_value`` and ``abs_error`` hold ``None`` (``null`` when
+    served as JSON). Other input columns are ignored.
 
     >>> model = NumericDiffModel(Options(threshold=0.9))
     >>> frame = pd.DataFrame({"output": ["It is 41.", "n/a"], "expected": ["42", "1"]})
@@ -74,8 +77,13 @@ class NumericDiffModel(PythonModel):
             if name not in model_input.columns:
                 raise missing_column(name, name, model_input.columns)
         frame = model_input[list(INPUT_COLUMNS)].reset_index(drop=True)
-        results = score_frame(frame, "output", "expected", self.options)
-        return results[list(RESULT_COLUMNS)]
+        results = score_frame(frame, "output", "expected", self.options)[list(RESULT_COLUMNS)]
+        # Served as JSON, NaN would be the bare token NaN, which is not JSON: no number is None
+        # in these columns (null in JSON, null in Spark), floats otherwise.
+        for name in _MAYBE_NO_NUMBER:
+            column = results[name]
+            results[name] = column.astype(object).where(column.notna(), None)
+        return results
 
 
 def _pip_requirements() -> list[str]:
@@ -109,7 +117,7 @@ def log_numeric_diff_model(
     ):
         return mlflow.pyfunc.log_model(
             name=name,
-            python_model=NumericDiffModel(opts),
+            python_model=str(Path(__file__).with_name("model_code.py")),
             model_config=opts.as_dict(),
             signature=SIGNATURE,
             input_example=INPUT_EXAMPLE,

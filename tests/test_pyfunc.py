@@ -45,7 +45,11 @@ pytestmark = pytest.mark.usefixtures("tracking_uri")
 
 
 def _core(frame: pd.DataFrame, **options: object) -> pd.DataFrame:
-    return score_frame(frame, options=Options.of(None, **options))[list(OUTPUT_COLUMNS)]
+    """score_frame's result columns, with None where there is no number (strict JSON)."""
+    results = score_frame(frame, options=Options.of(None, **options))[list(OUTPUT_COLUMNS)]
+    for name in ("output_value", "expected_value", "abs_error"):
+        results[name] = results[name].astype(object).where(results[name].notna(), None)
+    return results
 
 
 # --- the model in process -----------------------------------------------------------------------
@@ -107,6 +111,8 @@ def test_logged_model_loads_back_and_predicts(logged: mlflow.models.model.ModelI
 def test_logged_model_carries_its_own_code(logged: mlflow.models.model.ModelInfo) -> None:
     """A fresh process loads numdiff_component from the model's code/ folder, not site-packages."""
     local = Path(mlflow.artifacts.download_artifacts(logged.model_uri))
+    assert not list(local.rglob("*.pkl"))  # logged from code: nothing pickled
+    assert "model_code_path" in (local / "MLmodel").read_text()
     requirements = (local / "requirements.txt").read_text().split()
     assert [r.split("==")[0] for r in requirements] == ["mlflow", "pandas", "numpy", "pyarrow"]
     script = (
@@ -136,7 +142,12 @@ def _post(url: str, payload: dict[str, object]) -> dict[str, object]:
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+        body = response.read()
+
+    def not_json(token: str) -> None:
+        raise AssertionError(f"the answer holds {token}, which is not JSON: {body[:300]!r}")
+
+    return json.loads(body, parse_constant=not_json)
 
 
 def _wait_until_up(server: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
@@ -203,8 +214,10 @@ def test_served_model_answers_over_http(
             raise AssertionError(f"POST /invocations failed: {exc}\n{_tail(log_path)}") from exc
     finally:
         _stop(server)
-    served = pd.DataFrame(answer["predictions"])
-    expected = _core(TABLE, threshold=0.9, decimal_comma=True)
+    assert answer["predictions"][3]["output_value"] is None  # "twelve": null, not NaN
+    served = pd.DataFrame(answer["predictions"])  # null read back as NaN
+    options = Options(threshold=0.9, decimal_comma=True)
+    expected = score_frame(TABLE, options=options)[list(OUTPUT_COLUMNS)]
     pd.testing.assert_frame_equal(served[list(OUTPUT_COLUMNS)], expected, check_dtype=False)
 
 
@@ -222,6 +235,7 @@ def test_log_model_command_prints_a_uri_that_loads() -> None:
         timeout=180,
     )
     assert result.returncode == 0, result.stderr
+    assert "pickle" not in result.stderr.lower()
     uri = result.stdout.strip()
     assert uri.startswith("models:/")
     loaded = mlflow.pyfunc.load_model(uri)
