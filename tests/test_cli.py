@@ -204,3 +204,41 @@ def test_progress_shows_on_a_terminal_unless_quiet(
     assert code == 0
     rows = len(pd.read_csv(sample_path()))
     assert (f"scored {rows} rows (" in terminal and "rows/s)" in terminal) != quiet
+
+
+def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    preds = _write(tmp_path / "preds.csv", 'output,expected\n1.234,1234\n')
+    for flag, score in (
+        ("--decimal-comma", 1.0),
+        ("--decimal-comma=true", 1.0),
+        ("--decimal-comma=false", 1.234 / 1234),
+    ):
+        folder = tmp_path / flag
+        code, _, err = run("score", flag, preds, "-q", "--results-dir", str(folder))
+        assert code == 0, err
+        assert pd.read_parquet(folder / "results.parquet")["score"][0] == pytest.approx(score)
+    code, _, err = run("score", "--decimal-comma=maybe", preds)
+    assert code == 2 and "'maybe' is not true or false" in err
+
+
+@pytest.mark.slow
+def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_EXPERIMENT")}
+    # A new store: MLflow would announce that it creates its tables.
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path}/new.db"
+    env["TMPDIR"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "numdiff_component", "score", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.count("\n") == 1
+    results = Path(proc.stdout.strip())
+    assert results.name == "results.parquet" and results.parent.parent == tmp_path
+    assert len(pd.read_parquet(results)) == len(pd.read_csv(sample_path()))

@@ -255,3 +255,29 @@ def test_many_rows_in_another_order_are_paired_by_id() -> None:
     comparison = compare_results(a, b.sample(frac=1, random_state=1), id_col="id")
     assert set(comparison.regressed()["id"]) == regressed
     assert comparison.n_regressed == len(regressed) > 40_000
+
+
+def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_path: Path) -> None:
+    from numdiff_component.job import JobConfig, run_job
+
+    a, b = pair(30, regress={4}, improve={9})
+    for name, frame in (("a", a), ("b", b.sample(frac=1, random_state=1))):
+        inputs = frame[["id", "output", "expected"]]
+        inputs.to_csv(tmp_path / f"{name}.csv", index=False)
+        config = JobConfig(
+            predictions=str(tmp_path / f"{name}.csv"),
+            id_col="id",
+            results_dir=str(tmp_path / name),
+            track=False,
+        )
+        run_job(config)
+    code, out, err = invoke(
+        "compare",
+        str(tmp_path / "a/results.parquet"),
+        str(tmp_path / "b/results.parquet"),
+        "--json",
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
+    assert [r["id"] for r in summary["regressed"]] == ["item-0004"]

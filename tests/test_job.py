@@ -95,3 +95,52 @@ def test_large_table_skips_the_json_copy_but_keeps_every_row(
     assert client.get_run(outcome.run_id).data.metrics["numeric_diff/pass_rate"] == 1.0
     (dataset,) = client.get_run(outcome.run_id).inputs.dataset_inputs
     assert dataset.dataset.name == "big"
+
+
+def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> None:
+    source = _write(TABLE, tmp_path / "preds.csv")
+    config = JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), fail_under=0.5)
+    outcome = run_job(config)
+    assert outcome.run_id is not None
+    client = MlflowClient()
+    run = client.get_run(outcome.run_id)
+    agg = outcome.evaluation.aggregates
+    n_passed = round(agg["pass_rate"] * N)
+    description = run.data.tags["mlflow.note.content"]
+    assert f"mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
+    assert f"passed {n_passed} of {N}" in description and source in description
+    assert run.data.tags["numeric_diff.input"] == source  # absolute, as given here
+    assert run.data.tags["numeric_diff.engine"] == "pandas"
+    assert run.data.tags["numeric_diff.gate"] == ("passed" if agg["pass_rate"] >= 0.5 else "failed")
+    assert run.info.run_name == "numdiff preds.csv"
+    assert run.data.params["numeric_diff/predictions"] == source
+    assert run.data.params["numeric_diff/decimal_comma"] == "false"  # as the MLproject spells it
+    rate = agg["pass_rate"]
+    assert run.data.metrics["numeric_diff/pass_rate_stderr"] == pytest.approx(
+        (rate * (1 - rate) / (N - 1)) ** 0.5
+    )
+    # The compare page lists root artifacts only; the chart view shows images logged with a key.
+    root = {f.path for f in client.list_artifacts(outcome.run_id)}
+    assert {"score_histogram.png", "output_vs_expected.png"} <= root
+    assert client.list_artifacts(outcome.run_id, "images")
+    local = client.download_artifacts(outcome.run_id, "numeric_diff/results.json", str(tmp_path))
+    columns = pd.read_json(local, orient="split").columns.tolist()
+    assert columns[:5] == ["id", "label", "score", "output_value", "expected_value"]
+
+
+def test_a_relative_path_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(TABLE, tmp_path / "preds.csv")
+    monkeypatch.chdir(tmp_path)
+    config = JobConfig(predictions="preds.csv", results_dir="out", track=False)
+    assert run_job(config).evaluation.source == str(tmp_path / "preds.csv")
+
+
+def test_results_file_records_its_id_column(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    source = _write(TABLE, tmp_path / "preds.csv")
+    run_job(JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), track=False))
+    metadata = pq.read_schema(tmp_path / "results.parquet").metadata
+    assert metadata[b"numdiff.id_col"] == b"id"
