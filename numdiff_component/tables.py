@@ -283,6 +283,23 @@ def _csv_width(path: str) -> None:
     _check_width(len(header), at_least=cut)
 
 
+class _CrlfWhole(io.RawIOBase):
+    """Reads that never end between the ``\r`` and ``\n`` of a line end: pyarrow's CSV reader
+    drops the ``\n`` of a quoted ``"\r\n"`` that a block boundary splits (pyarrow 25)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.held = stream, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data, self.held = self.held + self.stream.read(size), b""
+        if len(data) > 1 and data.endswith(b"\r"):
+            data, self.held = data[:-1], b"\r"
+        return data
+
+
 def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
     """CSV cells as text, in blocks of bytes: every column typed string, empty cells ``""``."""
     _csv_width(path)
@@ -297,7 +314,7 @@ def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
             convert = pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
             )
-            for batch in pa_csv.open_csv(stream, read, parse, convert):
+            for batch in pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert):
                 yield batch.to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block

@@ -102,6 +102,17 @@ def test_csv_cells_stay_text(tmp_path: Path) -> None:
     }
 
 
+def test_quoted_multiline_cells_across_blocks(tmp_path: Path) -> None:
+    """Quoted newlines fall on block boundaries when 2,000 such rows are read in 4 KiB blocks."""
+    frame = pd.DataFrame(
+        {"output": [f'line one\nsaid "{i}"\r\nthen {i}' for i in range(2000)], "expected": "1"}
+    )
+    path = _write(frame, tmp_path / "t.csv", "csv")
+    table = open_table(str(path))
+    assert len(list(table.batches(7))) > 10
+    assert _rows(table, 7) == frame.to_dict("records") == table.read().to_dict("records")
+
+
 @pytest.mark.parametrize(
     ("name", "content"),
     [("t.csv", "output,expected\n"), ("t.json", "[]"), ("t.jsonl", ""), ("t.parquet", None)],
