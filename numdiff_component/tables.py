@@ -284,7 +284,7 @@ def _csv_width(path: str) -> None:
 
 
 class _CrlfWhole(io.RawIOBase):
-    """Reads that never end between the ``\r`` and ``\n`` of a line end: pyarrow's CSV reader
+    r"""Reads that never end between the ``\r`` and ``\n`` of a line end: pyarrow's CSV reader
     drops the ``\n`` of a quoted ``"\r\n"`` that a block boundary splits (pyarrow 25)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
@@ -414,7 +414,11 @@ def local_path(source: str) -> str | None:
 
 
 def is_remote(source: str) -> bool:
-    """Whether ``source`` is a URI (``s3://``, ``https://``, ``runs:/``...), not a local path."""
+    """Whether ``source`` is a URI (``s3://``, ``https://``, ``runs:/``...), not a local path.
+
+    >>> is_remote("runs:/abc/t.csv"), is_remote("/data/http://t.csv"), is_remote("file:/t.csv")
+    (True, False, False)
+    """
     return local_path(source) is None
 
 

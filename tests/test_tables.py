@@ -149,13 +149,16 @@ def _unreadable(d: Path) -> str:
     return str(d / "t.csv")
 
 
-def _write_text(name: str, text: str | bytes) -> Callable[[Path], str]:
+def _file(name: str, content: str | bytes, *, compress: bool = False) -> Callable[[Path], str]:
+    """Makes the file ``name`` holding ``content``, compressed as its extension says or as is."""
+
     def make(d: Path) -> str:
-        data = text if isinstance(text, bytes) else text.encode()
-        path = _compress(data, d / name) if name.endswith((".xz", ".gz")) else d / name
-        if path == d / name and not path.exists():
-            path.write_bytes(data)
-        return str(path)
+        data = content.encode() if isinstance(content, str) else content
+        if compress:
+            _compress(data, d / name)
+        else:
+            (d / name).write_bytes(data)
+        return str(d / name)
 
     return make
 
@@ -174,13 +177,14 @@ def _loop(d: Path) -> str:
     return str(d / "a.csv")
 
 
+_NUMBERS = b"output,expected\n" + "".join(f"{i},{i * 7}\n" for i in range(20000)).encode()
 BAD_INPUTS: dict[str, tuple[Callable[[Path], str], str]] = {
     "missing file": (lambda d: str(d / "nope.csv"), "predictions file not found: '{s}'$"),
     "a directory": (lambda d: str(d), "'{s}' is a directory; give a file"),
     "unreadable": (_unreadable, "cannot read '{s}': permission denied$"),
     "pickle": (_pickle, "'{s}' is a pickle file, which is not read: unpickling runs code"),
     "unknown extension": (
-        _write_text("t.txt", "a"),
+        _file("t.txt", "a"),
         "cannot tell the format of '{s}' from its extension; pass --format with one of",
     ),
     "symlink loop": (_loop, "'{s}' is a symbolic link loop .*; point the link at a file$"),
@@ -194,28 +198,32 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], str], str]] = {
     ),
     "device": (lambda d: "/dev/zero", "'{s}' is not a regular file .*; give a file"),
     "csv not utf-8": (
-        _write_text("t.csv", b"id,output,expected\nr1,1,1\nr2,caf\xe9 2,2\n"),
+        _file("t.csv", b"id,output,expected\nr1,1,1\nr2,caf\xe9 2,2\n"),
         "cannot read '{s}' as csv: it is not valid UTF-8: byte 0xe9 on line 3; save it as UTF-8$",
     ),
     "xz csv not utf-8": (
-        _write_text("t.csv.xz", b"output,expected\n1,1\n\xff1,1\n"),
+        _file("t.csv.xz", b"output,expected\n1,1\n\xff1,1\n", compress=True),
         "as csv: it is not valid UTF-8: byte 0xff on line 3",
     ),
     "jsonl not utf-8": (
-        _write_text("t.jsonl", b'{"output": "1", "expected": "1"}\n{"output": "\xe9"}\n'),
+        _file("t.jsonl", b'{"output": "1", "expected": "1"}\n{"output": "\xe9"}\n'),
         "as jsonl: it is not valid UTF-8: byte 0xe9 on line 2",
     ),
     "json not utf-8": (
-        _write_text("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'),
+        _file("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'),
         "as json: it is not valid UTF-8: byte 0xe9 on line 1",
     ),
     "ragged csv": (
-        _write_text("t.csv", "a,b\n1,2,3\n"),
+        _file("t.csv", "a,b\n1,2,3\n"),
         "cannot read '{s}' as csv: CSV parse error: Expected 2 columns, got 3",
     ),
-    "json not a table": (_write_text("t.json", "[1, 2]"), "as json: not a table; give a list"),
-    "corrupt gzip": (_write_text("t.csv.gz", b"\x1f\x8bnot gzip"), "cannot read '{s}' as csv: "),
-    "corrupt xz": (_write_text("t.json.xz", b"not xz"), "cannot read '{s}' as json: "),
+    "json not a table": (_file("t.json", "[1, 2]"), "as json: not a table; give a list"),
+    "corrupt gzip": (_file("t.csv.gz", b"\x1f\x8bnot gzip"), "cannot read '{s}' as csv: "),
+    "truncated gzip": (
+        _file("t.csv.gz", gzip.compress(_NUMBERS)[: len(gzip.compress(_NUMBERS)) // 2]),
+        "cannot read '{s}' as csv: Truncated compressed stream",
+    ),
+    "corrupt xz": (_file("t.json.xz", b"not xz"), "cannot read '{s}' as json: "),
 }
 
 
