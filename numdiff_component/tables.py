@@ -551,8 +551,8 @@ def open_table(source: str | None = None, fmt: str | None = None) -> Table:
     """The prediction table at ``source`` (the packaged sample when ``None`` or empty).
 
     Checks what can be checked before reading (the file exists, is a file, is readable, has a
-    known format; a ``runs:/`` artifact or an ``http(s)://`` URL is downloaded); raises
-    `InputError` with one line.
+    known format; a ``runs:/`` artifact or an ``http(s)://`` URL is downloaded, a named pipe
+    copied, to a temporary file removed at exit); raises `InputError` with one line.
     """
     if not source:
         path = str(sample_path())

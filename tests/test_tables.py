@@ -530,7 +530,8 @@ class _Server:
 
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Server]:
+    monkeypatch.setenv("no_proxy", "127.0.0.1")  # a proxy set for the machine is not asked
     running = _Server()
     try:
         yield running
