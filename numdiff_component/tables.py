@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import codecs
+import contextlib
 import csv
 import errno
 import http.client
@@ -121,11 +122,7 @@ class Table:
             elif self.format == "parquet":
                 yield from _parquet_batches(self.path, batch_rows)
             else:
-                with _open_text(self.path) as text:
-                    chunks = pd.read_json(text, lines=True, chunksize=batch_rows, **_JSON_OPTIONS)
-                    for chunk in chunks:
-                        _check_width(len(chunk.columns))
-                        yield _records(chunk)
+                yield from _json_lines(self.path, batch_rows)
         except (InputError, StreamBroken):
             raise
         except _READ_ERRORS as exc:
@@ -363,10 +360,32 @@ def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame
             yield _index_as_columns(batch.to_pandas())
 
 
+@contextlib.contextmanager
+def _pandas_json() -> Iterator[None]:
+    """pandas raises TypeError for records mixed with scalars or arrays: not a table."""
+    try:
+        yield
+    except TypeError as exc:
+        raise ValueError(_NOT_A_TABLE) from exc
+
+
+def _json_lines(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
+    with _open_text(path) as text:
+        chunks = iter(pd.read_json(text, lines=True, chunksize=batch_rows, **_JSON_OPTIONS))
+        while True:
+            with _pandas_json():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            _check_width(len(chunk.columns))
+            yield _records(chunk)
+
+
 def _json_frame(text: str | IO[str], fmt: str) -> pd.DataFrame:
     """A JSON document or JSON Lines from an open text or a URI pandas reads, as a table."""
     try:
-        frame = pd.read_json(text, lines=fmt == "jsonl", **_JSON_OPTIONS)
+        with _pandas_json():
+            frame = pd.read_json(text, lines=fmt == "jsonl", **_JSON_OPTIONS)
     except ValueError as exc:
         if isinstance(exc, UnicodeDecodeError) or not any(s in str(exc) for s in _SCALAR_JSON):
             raise

@@ -218,6 +218,14 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], str], str]] = {
         "cannot read '{s}' as csv: CSV parse error: Expected 2 columns, got 3",
     ),
     "json not a table": (_file("t.json", "[1, 2]"), "as json: not a table; give a list"),
+    "json records and a number": (
+        _file("t.json", '[{"output": "1"}, 2]'),
+        "cannot read '{s}' as json: not a table; give a list",
+    ),
+    "json lines records and an array": (
+        _file("t.jsonl", '{"output": "1"}\n[1]\n'),
+        "cannot read '{s}' as jsonl: not a table; give a list",
+    ),
     "corrupt gzip": (_file("t.csv.gz", b"\x1f\x8bnot gzip"), "cannot read '{s}' as csv: "),
     "truncated gzip": (
         _file("t.csv.gz", gzip.compress(_NUMBERS)[: len(gzip.compress(_NUMBERS)) // 2]),
