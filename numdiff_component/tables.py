@@ -1,21 +1,53 @@
-"""Loading prediction tables: local paths, URIs pandas reads, and MLflow ``runs:/`` artifacts.
+"""Loading prediction tables: local paths, ``http(s)://`` URLs, URIs pandas reads, and MLflow
+``runs:/`` artifacts.
 
 Values are kept as the file holds them: CSV cells stay text (``"007"`` keeps its zeros, ``"1e999"``
-is not turned into inf before the parser sees it), JSON keeps its own types.
+is not turned into inf before the parser sees it), JSON keeps its own types. A Parquet index with
+a name (``df.set_index("id").to_parquet(...)``) comes back as a column.
+
+Compression follows the extension: ``.gz``, ``.bz2``, ``.xz``, ``.zst``, and ``.zip`` holding
+exactly one file. A Parquet file is not read through outer compression (its pages are compressed).
+
+Limits, so that no input hangs the process or grows its memory without bound:
+
+- ``http://`` and ``https://`` inputs are downloaded to a temporary file before reading, waiting
+  at most `HTTP_TIMEOUT` seconds (30) to connect and for each read (environment variable
+  ``NUMDIFF_HTTP_TIMEOUT``). A named pipe is copied the same way; a device (``/dev/zero``) or a
+  socket is refused.
+- A download or pipe, and what is read whole into memory (a JSON document; a CSV row longer than a
+  streaming block), is at most `MAX_INPUT_BYTES` bytes (4 GiB), decompressed (environment variable
+  ``NUMDIFF_MAX_INPUT_BYTES``). Local CSV, Parquet and JSON Lines files are streamed in batches and
+  have no size limit.
+- A table has at most `MAX_COLUMNS` columns (10,000), checked on the CSV header and the Parquet
+  schema before any row is read (on the frame for JSON).
+
+Other URIs (``s3://``, ``gs://``...) are read whole by pandas through fsspec, without these limits.
 """
 
 from __future__ import annotations
 
 import atexit
 import codecs
+import contextlib
+import csv
+import errno
+import http.client
+import io
+import lzma
+import math
 import os
 import shutil
+import stat
 import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
 from urllib.parse import unquote, urlparse
 
 import pandas as pd
@@ -35,11 +67,30 @@ _EXTENSIONS = {
     ".ndjson": "jsonl",
 }
 _COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
+_ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _PICKLE = (".pkl", ".pickle", ".joblib")
 _MLFLOW_SCHEMES = ("runs", "models", "mlflow-artifacts")
-
+_HTTP_SCHEMES = ("http", "https")
 
 DEFAULT_BATCH_ROWS = 200_000
+MAX_COLUMNS = 10_000
+HTTP_TIMEOUT = 30.0
+MAX_INPUT_BYTES = 4 << 30
+_HEADER_BYTES = 1 << 20  # enough for a header of MAX_COLUMNS columns; a longer one is refused
+_MAX_BLOCK = (1 << 31) - 1  # pyarrow's CSV block size is an int32
+
+# What the readers raise for a file they cannot read. Anything else (TypeError, AttributeError,
+# KeyError...) is a bug here, and is not passed off as bad input.
+_READ_ERRORS = (
+    pa.ArrowException,  # ArrowInvalid (bad CSV or Parquet), ArrowTypeError, ...
+    OSError,  # unreadable file, corrupt gzip or bz2
+    ValueError,  # pandas' ParserError, EmptyDataError and bad JSON; UnicodeDecodeError
+    EOFError,  # a compressed file cut short
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    zlib.error,
+    ImportError,  # pandas: the fsspec package for a URI scheme is not installed
+)
 
 
 class StreamBroken(Exception):
@@ -59,29 +110,22 @@ class Table:
     def batches(self, batch_rows: int | None = DEFAULT_BATCH_ROWS) -> Iterator[pd.DataFrame]:
         """The rows in order, as frames of about ``batch_rows`` rows (``None``: one frame).
 
-        CSV and Parquet files on this machine and JSON Lines are streamed, in bounded memory;
-        a JSON document and remote URIs are read whole. Read errors raise `InputError`.
+        CSV, Parquet and JSON Lines files on this machine are streamed, in bounded memory;
+        a JSON document and URIs pandas reads are read whole. Raises `InputError` for a file
+        that cannot be read, `StreamBroken` when it must be read whole instead.
         """
         try:
-            if self.format == "csv" and "://" not in self.path:
-                # Whole (batch_rows None): one block the size of the file.
-                size = os.path.getsize(self.path) + 1 if batch_rows is None else batch_rows * 64
-                yield from _csv_batches(self.path, max(1 << 12, size))
-            elif batch_rows is None or (self.format == "parquet" and "://" in self.path):
+            if batch_rows is None or self.format == "json" or is_remote(self.path):
                 yield read_frame(self.path, self.format)
+            elif self.format == "csv":
+                yield from _csv_batches(self.path, max(1 << 12, batch_rows * 64))
             elif self.format == "parquet":
-                for batch in pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows):
-                    yield batch.to_pandas()
-            elif self.format == "jsonl":
-                for chunk in pd.read_json(
-                    self.path, lines=True, chunksize=batch_rows, **_JSON_OPTIONS
-                ):
-                    yield _records(chunk)
+                yield from _parquet_batches(self.path, batch_rows)
             else:
-                yield read_frame(self.path, self.format)
+                yield from _json_lines(self.path, batch_rows)
         except (InputError, StreamBroken):
             raise
-        except Exception as exc:  # pandas and pyarrow raise many types for a bad file
+        except _READ_ERRORS as exc:
             reason = (_is_decode_error(exc) and _not_utf8(self.path)) or first_line(exc)
             raise InputError(f"cannot read {self.source!r} as {self.format}: {reason}") from exc
 
@@ -125,11 +169,11 @@ def _not_utf8(path: str) -> str | None:
     Cells are never decoded with replacement characters: that would change the user's data.
     """
     where = ""
-    if "://" not in path:
+    if not is_remote(path):
         decoder = codecs.getincrementaldecoder("utf-8")()
         line = 1
         try:
-            with pa.input_stream(path, compression="detect") as stream:
+            with _open_bytes(path) as stream:
                 while chunk := stream.read(1 << 20):
                     pending = decoder.getstate()[0]
                     try:
@@ -144,34 +188,231 @@ def _not_utf8(path: str) -> str | None:
                     if not decoder.getstate()[0]:
                         return None
                     where = f": a character cut short on line {line}, at the end"
-        except OSError:  # the position is a courtesy; the message stands without it
+        except _READ_ERRORS:  # the position is a courtesy; the message stands without it
             where = ""
     return f"it is not valid UTF-8{where}; save it as UTF-8"
 
 
+def _setting(name: str, default: float) -> float:
+    """A positive number from the environment variable ``name``, else ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a positive number, got {text!r}")
+    return value
+
+
+def _max_input_bytes() -> int:
+    return int(_setting("NUMDIFF_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+
+
+def _over_limit(limit: int) -> str:
+    return (
+        f"it is larger than the input limit of {limit:,} bytes; "
+        "raise NUMDIFF_MAX_INPUT_BYTES to read it"
+    )
+
+
+def _copy(source: IO[bytes], target: IO[bytes], limit: int) -> None:
+    """Copy ``source`` to ``target``; `ValueError` past ``limit`` bytes."""
+    total = 0
+    while chunk := source.read(1 << 20):
+        total += len(chunk)
+        if total > limit:
+            raise ValueError(_over_limit(limit))
+        target.write(chunk)
+
+
+def _check_width(n_columns: int, *, at_least: bool = False) -> None:
+    """`ValueError` when a table has more than `MAX_COLUMNS` columns."""
+    if n_columns > MAX_COLUMNS:
+        count = f"at least {n_columns:,}" if at_least else f"{n_columns:,}"
+        raise ValueError(
+            f"it has {count} columns, more than the limit of {MAX_COLUMNS:,}; "
+            "keep only the columns to score (output, expected, an id)"
+        )
+
+
+def _open_bytes(path: str) -> IO[bytes]:
+    """The bytes of the local file ``path``, decompressed as its extension says."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".xz":
+        return lzma.open(path)
+    if ext == ".zip":
+        with zipfile.ZipFile(path) as archive:  # the member stays readable once this closes
+            files = [info for info in archive.infolist() if not info.is_dir()]
+            if len(files) != 1:
+                raise ValueError(
+                    f"a .zip must hold exactly one file, this one holds {len(files)}; "
+                    "zip the table alone, or give it unzipped"
+                )
+            return archive.open(files[0])
+    return pa.input_stream(path, compression=_ARROW_CODECS.get(ext))
+
+
+def _open_text(path: str) -> IO[str]:
+    return io.TextIOWrapper(_open_bytes(path), encoding="utf-8")
+
+
+def _read_whole(path: str) -> str:
+    """The text of ``path``, decompressed; `ValueError` past the input limit."""
+    data = io.BytesIO()
+    with _open_bytes(path) as stream:
+        _copy(stream, data, _max_input_bytes())
+    return data.getvalue().decode("utf-8")
+
+
+def _csv_width(path: str) -> None:
+    """Refuse a CSV whose header has more than `MAX_COLUMNS` names, reading only its start."""
+    with _open_bytes(path) as stream:
+        head = stream.read(_HEADER_BYTES)
+    text = io.StringIO(head.decode("utf-8", "replace"))  # only counted, never kept
+    try:
+        header = next(csv.reader(text), [])
+    except csv.Error:  # a name longer than csv's field limit: the reader will say what is wrong
+        return
+    cut = len(head) == _HEADER_BYTES and text.tell() == len(text.getvalue())
+    _check_width(len(header), at_least=cut)
+
+
+class _CrlfWhole(io.RawIOBase):
+    r"""Reads that never end between the ``\r`` and ``\n`` of a line end: pyarrow's CSV reader
+    drops the ``\n`` of a quoted ``"\r\n"`` that a block boundary splits (pyarrow 25)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.held = stream, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data, self.held = self.held + self.stream.read(size), b""
+        if len(data) > 1 and data.endswith(b"\r"):
+            data, self.held = data[:-1], b"\r"
+        return data
+
+
 def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
     """CSV cells as text, in blocks of bytes: every column typed string, empty cells ``""``."""
+    _csv_width(path)
     # A quoted cell may hold newlines (a model's multi-line answer); without this option a block
     # boundary inside such a cell puts the reader out of sync. It costs no measurable time.
     parse = pa_csv.ParseOptions(newlines_in_values=True)
+    read = pa_csv.ReadOptions(block_size=block_size)
     try:
-        names = pa_csv.open_csv(
-            path, pa_csv.ReadOptions(block_size=block_size), parse_options=parse
-        ).schema.names
-        reader = pa_csv.open_csv(
-            path,
-            read_options=pa_csv.ReadOptions(block_size=block_size),
-            parse_options=parse,
-            convert_options=pa_csv.ConvertOptions(
+        with _open_bytes(path) as stream:
+            names = pa_csv.open_csv(stream, read, parse_options=parse).schema.names
+        with _open_bytes(path) as stream:
+            convert = pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
-            ),
-        )
-        for batch in reader:
-            yield batch.to_pandas()
+            )
+            for batch in pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert):
+                yield batch.to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block
             raise StreamBroken from exc
         raise
+
+
+def _csv_whole(path: str) -> pd.DataFrame:
+    """The whole CSV file, in blocks that double until the longest row fits (compressed files
+    do not say how long they are), up to the input limit."""
+    cap = min(_max_input_bytes(), _MAX_BLOCK)
+    block = min(max(1 << 20, os.path.getsize(path) + 1), cap)
+    while True:
+        try:
+            frames = list(_csv_batches(path, block))
+        except StreamBroken:
+            if block >= cap:
+                raise ValueError(
+                    f"a row is longer than {cap:,} bytes; {_over_limit(cap)}"
+                ) from None
+            block = min(2 * block, cap)
+            continue
+        if frames:
+            return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        with _open_bytes(path) as stream:  # no rows: the columns all the same
+            schema = pa_csv.open_csv(stream).schema
+        return pd.DataFrame({name: pd.Series(dtype=str) for name in schema.names})
+
+
+def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Named index levels (``df.set_index("id")`` written by pandas) back as columns; an
+    unnamed index (a RangeIndex, the row numbers of a filtered frame) is dropped."""
+    named = [name for name in frame.index.names if name is not None]
+    if named:
+        frame = frame.reset_index(level=named)
+    return frame.reset_index(drop=True)
+
+
+def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame]:
+    with pq.ParquetFile(path) as file:
+        _check_width(len(file.schema_arrow.names))
+        if batch_rows is None:
+            yield _index_as_columns(file.read().to_pandas())
+            return
+        for batch in file.iter_batches(batch_size=batch_rows):
+            yield _index_as_columns(batch.to_pandas())
+
+
+@contextlib.contextmanager
+def _pandas_json() -> Iterator[None]:
+    """pandas raises TypeError for records mixed with scalars or arrays: not a table."""
+    try:
+        yield
+    except TypeError as exc:
+        raise ValueError(_NOT_A_TABLE) from exc
+
+
+def _json_lines(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
+    with _open_text(path) as text:
+        chunks = iter(pd.read_json(text, lines=True, chunksize=batch_rows, **_JSON_OPTIONS))
+        while True:
+            with _pandas_json():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            _check_width(len(chunk.columns))
+            yield _records(chunk)
+
+
+def _json_frame(text: str | IO[str], fmt: str) -> pd.DataFrame:
+    """A JSON document or JSON Lines from an open text or a URI pandas reads, as a table."""
+    try:
+        with _pandas_json():
+            frame = pd.read_json(text, lines=fmt == "jsonl", **_JSON_OPTIONS)
+    except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError) or not any(s in str(exc) for s in _SCALAR_JSON):
+            raise
+        raise ValueError(_NOT_A_TABLE) from exc
+    if not isinstance(frame, pd.DataFrame):  # pragma: no cover - read_json returns frames here
+        raise ValueError(_NOT_A_TABLE)
+    _check_width(len(frame.columns))
+    return _records(frame)
+
+
+def read_frame(path: str, fmt: str) -> pd.DataFrame:
+    """Read a whole table of format ``fmt`` from a local path (within the limits of this module)
+    or a URI pandas reads."""
+    if not is_remote(path):
+        if fmt == "csv":
+            return _csv_whole(path)
+        if fmt == "parquet":
+            return next(_parquet_batches(path, None))
+        return _json_frame(io.StringIO(_read_whole(path)), fmt)
+    if fmt == "csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    elif fmt == "parquet":
+        frame = _index_as_columns(pd.read_parquet(path))
+    else:
+        return _json_frame(path, fmt)
+    _check_width(len(frame.columns))
+    return frame
 
 
 def sample_path() -> Path:
@@ -179,10 +420,35 @@ def sample_path() -> Path:
     return Path(str(resources.files("numdiff_component") / "data" / "sample.csv"))
 
 
+def local_path(source: str) -> str | None:
+    """The local path ``source`` names (a path or a ``file:`` URI), or ``None`` for a URI.
+
+    >>> local_path("file:///data/a%20b.csv"), local_path("C:\\\\t.csv"), local_path("s3://b/t.csv")
+    ('/data/a b.csv', 'C:\\\\t.csv', None)
+    """
+    parsed = urlparse(source)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    return source if len(parsed.scheme) <= 1 else None  # "C:" is a drive, not a scheme
+
+
+def is_remote(source: str) -> bool:
+    """Whether ``source`` is a URI (``s3://``, ``https://``, ``runs:/``...), not a local path.
+
+    >>> is_remote("runs:/abc/t.csv"), is_remote("/data/http://t.csv"), is_remote("file:/t.csv")
+    (True, False, False)
+    """
+    return local_path(source) is None
+
+
+def _file_part(source: str) -> str:
+    """The path part of ``source``: the local path, or the path inside the URI."""
+    return local_path(source) or urlparse(source).path
+
+
 def detect_format(source: str) -> str:
     """The format named by the extension of ``source``, compression suffixes ignored."""
-    path = urlparse(source).path if "://" in source else source
-    stem, ext = os.path.splitext(path.lower())
+    stem, ext = os.path.splitext(_file_part(source).lower())
     if ext in _COMPRESSION:
         ext = os.path.splitext(stem)[1]
     if ext in _PICKLE:
@@ -198,10 +464,6 @@ def detect_format(source: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def _is_mlflow_uri(source: str) -> bool:
-    return urlparse(source).scheme in _MLFLOW_SCHEMES
-
-
 def _check_artifact_uri(source: str) -> None:
     """A ``runs:/`` URI names an artifact inside its run: a ``..`` that climbs out is refused."""
     path = urlparse(source).path
@@ -214,78 +476,127 @@ def _check_artifact_uri(source: str) -> None:
         )
 
 
+def _temp_folder() -> str:
+    folder = tempfile.mkdtemp(prefix="numdiff-input-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a copy: gone with the process
+    return folder
+
+
 def _download(uri: str) -> str:
     import mlflow
 
-    folder = tempfile.mkdtemp(prefix="numdiff-input-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a copy: gone with the process
     try:
-        return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=folder))
+        return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=_temp_folder()))
     except Exception as exc:  # MlflowException, OSError: all mean the artifact is not there
         raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
 
 
-def local_path(source: str) -> str | None:
-    """The local path ``source`` names (a path or a ``file:`` URI), or ``None`` for a URI."""
-    parsed = urlparse(source)
-    if parsed.scheme == "file":
-        return parsed.path
-    return source if len(parsed.scheme) <= 1 else None  # "C:" is a drive, not a scheme
+def _fetch(url: str) -> str:
+    """Download ``url`` to a temporary file, within the timeout and the input limit."""
+    timeout = _setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
+    limit = _max_input_bytes()
+    name = PurePosixPath(urlparse(url).path).name  # keeps the extensions, e.g. t.csv.gz
+    path = os.path.join(_temp_folder(), name if name not in ("", ".", "..") else "input")
+    slow = f"no answer within {timeout:g} s; raise NUMDIFF_HTTP_TIMEOUT to wait longer"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(path, "wb") as out:
+            if (response.length or 0) > limit:
+                raise ValueError(_over_limit(limit))
+            _copy(response, out, limit)
+    except urllib.error.HTTPError as exc:
+        reason = f"HTTP {exc.code} {exc.reason}"
+    except urllib.error.URLError as exc:
+        reason = slow if isinstance(exc.reason, TimeoutError) else str(exc.reason)
+    except TimeoutError:
+        reason = slow
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        reason = first_line(exc)
+    else:
+        return path
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # a partial download: up to the limit
+    raise InputError(f"cannot download {url!r}: {reason}")
 
 
-def _check_local(path: str, source: str) -> None:
-    if os.path.isdir(path):
-        raise InputError(
-            f"{source!r} is a directory; give a file ({', '.join(FORMATS)}), "
-            "or read a folder of files with --engine spark"
-        )
-    if not os.path.exists(path):
+def _local_file(path: str, source: str) -> str:
+    """The regular file to read for the local ``path``: a pipe is copied to a temporary file;
+    anything else that is not a readable regular file is refused."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(
+                f"{source!r} is a symbolic link loop (it leads back to itself); "
+                "point the link at a file"
+            ) from exc
+        if os.path.islink(path):
+            raise InputError(
+                f"{source!r} is a symbolic link to {os.path.realpath(path)!r}, which does not "
+                "exist; point the link at a file"
+            ) from exc
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise InputError(f"cannot read {source!r}: {exc.strerror}") from exc
         hint = ""
         if os.environ.get("MLFLOW_RUN_ID") and not os.path.isabs(path):
             hint = (
                 f" (under `mlflow run`, a relative path is read from the project folder "
                 f"{os.getcwd()!r}: pass an absolute path or a URI)"
             )
-        raise InputError(f"predictions file not found: {source!r}{hint}")
+        raise InputError(f"predictions file not found: {source!r}{hint}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(
+            f"{source!r} is a directory; give a file ({', '.join(FORMATS)}), "
+            "or read a folder of files with --engine spark"
+        )
     if not os.access(path, os.R_OK):
         raise InputError(f"cannot read {source!r}: permission denied")
-
-
-def read_frame(path: str, fmt: str) -> pd.DataFrame:
-    """Read a whole table of format ``fmt`` from a local path or a URI pandas reads."""
-    if fmt == "csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    if fmt == "parquet":
-        return pd.read_parquet(path)
+    if stat.S_ISREG(info.st_mode):
+        return path
+    if not stat.S_ISFIFO(info.st_mode):
+        raise InputError(
+            f"{source!r} is not a regular file (a device or a socket); give a file "
+            f"({', '.join(FORMATS)})"
+        )
+    copy = os.path.join(_temp_folder(), os.path.basename(path))
     try:
-        frame = pd.read_json(path, lines=fmt == "jsonl", **_JSON_OPTIONS)
-    except ValueError as exc:
-        if isinstance(exc, UnicodeDecodeError) or not any(s in str(exc) for s in _SCALAR_JSON):
-            raise
-        raise ValueError(_NOT_A_TABLE) from exc
-    if not isinstance(frame, pd.DataFrame):  # pragma: no cover - read_json returns frames here
-        raise ValueError(_NOT_A_TABLE)
-    return _records(frame)
+        with open(path, "rb") as pipe, open(copy, "wb") as out:
+            _copy(pipe, out, _max_input_bytes())
+    except (OSError, ValueError) as exc:
+        shutil.rmtree(os.path.dirname(copy), ignore_errors=True)
+        raise InputError(f"cannot read {source!r}: {first_line(exc)}") from exc
+    return copy
 
 
 def open_table(source: str | None = None, fmt: str | None = None) -> Table:
     """The prediction table at ``source`` (the packaged sample when ``None`` or empty).
 
     Checks what can be checked before reading (the file exists, is a file, is readable, has a
-    known format; a ``runs:/`` artifact is downloaded); raises `InputError` with one line.
+    known format; a ``runs:/`` artifact or an ``http(s)://`` URL is downloaded, a named pipe
+    copied, to a temporary file removed at exit); raises `InputError` with one line.
     """
     if not source:
         path = str(sample_path())
         return Table(path, path, "numdiff_sample", "csv")
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if _is_mlflow_uri(source):
+    scheme = urlparse(source).scheme
+    local: str | None
+    if scheme in _MLFLOW_SCHEMES:
         _check_artifact_uri(source)
-    local = _download(source) if _is_mlflow_uri(source) else local_path(source)
+        local = _download(source)
+    elif scheme in _HTTP_SCHEMES:
+        fmt = fmt or detect_format(source)  # before downloading what could not be read
+        local = _fetch(source)
+    else:
+        local = local_path(source)
     if local is not None:
-        _check_local(local, source)
+        local = _local_file(local, source)
     fmt = fmt or detect_format(source)
-    name = Path(urlparse(source).path if "://" in source else source).name
+    if fmt == "parquet" and (local or source).lower().endswith(_COMPRESSION):
+        raise InputError(
+            f"{source!r} is a compressed Parquet file; Parquet compresses its own pages: "
+            "give the .parquet file uncompressed"
+        )
+    name = Path(_file_part(source)).name
     return Table(source, local or source, name.split(".")[0] or "predictions", fmt)
 
 
