@@ -39,6 +39,7 @@ from numdiff_component.scoring import (
 from numdiff_component.tables import (
     DEFAULT_BATCH_ROWS,
     FORMATS,
+    dataset_name,
     detect_format,
     local_path,
     open_table,
@@ -294,8 +295,7 @@ def load_spark_table(
         frame = _reader(spark, fmt)(source)
     except _SPARK_ERRORS as exc:
         raise InputError(f"cannot read {source!r} as {fmt}: {first_line(exc)}") from exc
-    name = Path(urlparse(source).path.rstrip("/") if "://" in source else source.rstrip("/")).name
-    return SparkTable(frame, source, name.split(".")[0] or "predictions", fmt)
+    return SparkTable(frame, source, dataset_name(source), fmt)
 
 
 class SparkEngine:

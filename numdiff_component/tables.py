@@ -446,6 +446,15 @@ def _file_part(source: str) -> str:
     return local_path(source) or urlparse(source).path
 
 
+def dataset_name(source: str) -> str:
+    """The name of the table at ``source``: its file or folder name without extensions.
+
+    >>> dataset_name("s3://bucket/preds.csv.gz"), dataset_name("out/run-1/")
+    ('preds', 'run-1')
+    """
+    return Path(_file_part(source).rstrip("/\\")).name.split(".")[0] or "predictions"
+
+
 def detect_format(source: str) -> str:
     """The format named by the extension of ``source``, compression suffixes ignored."""
     stem, ext = os.path.splitext(_file_part(source).lower())
@@ -596,8 +605,7 @@ def open_table(source: str | None = None, fmt: str | None = None) -> Table:
             f"{source!r} is a compressed Parquet file; Parquet compresses its own pages: "
             "give the .parquet file uncompressed"
         )
-    name = Path(_file_part(source)).name
-    return Table(source, local or source, name.split(".")[0] or "predictions", fmt)
+    return Table(source, local or source, dataset_name(source), fmt)
 
 
 def load_table(source: str | None = None, fmt: str | None = None) -> pd.DataFrame:
