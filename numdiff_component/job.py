@@ -13,10 +13,13 @@ tracking server, so a tracking failure loses nothing.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +29,13 @@ import pandas as pd
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
-from numdiff_component.report import ReportBuilder
+from numdiff_component.report import (
+    HISTOGRAM_PNG,
+    REPORT_HTML,
+    SCATTER_PNG,
+    SUMMARY_MD,
+    ReportBuilder,
+)
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, local_path
 from numdiff_component.tracking import (
@@ -117,18 +126,60 @@ class JobOutcome:
         return self.evaluation.results_dir / RESULTS_PARQUET
 
 
-def results_folder(requested: str | None) -> Path:
-    """The folder for the local copy of the results: the one asked for, or a new temporary one."""
-    if not requested:
-        return Path(tempfile.mkdtemp(prefix="numdiff-results-"))
-    folder = Path(requested)
+OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML)
+"""The files a job writes in its results folder."""
+CLAIM = ".numdiff"
+"""In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""
+
+
+@contextmanager
+def results_folder(requested: str | None, input_path: str | None = None) -> Iterator[Path]:
+    """The folder for the local copy of the results, held for this job alone.
+
+    A new temporary folder, or the one asked for, created when missing. Nothing the user gave is
+    overwritten: a folder holding a file with an output's name that no job wrote there, or the
+    input itself, is refused; a folder another job is using is refused. The outputs an earlier
+    job left there are removed first, so that no stale file sits beside new results.
+    """
+    folder = Path(requested or tempfile.mkdtemp(prefix="numdiff-results-"))
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        claim = open(folder / CLAIM, "a+", encoding="utf-8")  # noqa: SIM115 - held below
     except OSError as exc:
-        raise InputError(f"cannot create results folder {requested!r}: {exc.strerror}") from exc
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"cannot write to results folder {requested!r}: permission denied")
-    return folder
+        raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
+    with claim:
+        try:
+            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends
+        except BlockingIOError:
+            raise InputError(
+                f"results folder {str(folder)!r} is in use by another numdiff job; give each "
+                "job its own --results-dir"
+            ) from None
+        claim.seek(0)
+        ours = set(json.loads(claim.read() or "[]"))
+        for name in OUTPUTS:
+            path = folder / name
+            if input_path is not None and path.exists() and path.samefile(input_path):
+                raise InputError(
+                    f"the input {input_path!r} is in the results folder, where {name!r} is "
+                    "written; give another --results-dir"
+                )
+            if path.exists() and name not in ours:
+                raise InputError(
+                    f"results folder {str(folder)!r} holds {name!r}, which no numdiff job "
+                    "wrote; give an empty or new --results-dir (nothing you gave is overwritten)"
+                )
+        for name in OUTPUTS:
+            path = folder / name
+            if path.is_dir():
+                shutil.rmtree(path)  # a Spark engine's results folder
+            else:
+                path.unlink(missing_ok=True)
+        claim.seek(0)
+        claim.truncate()
+        claim.write(json.dumps(list(OUTPUTS)))
+        claim.flush()
+        yield folder
 
 
 @dataclass
@@ -219,7 +270,17 @@ def run_job(
     """
     engine = engine or engine_for(config.engine)
     table = engine.open(config)
-    path = results_folder(config.results_dir) / RESULTS_PARQUET
+    with results_folder(config.results_dir, local_path(table.source)) as folder:
+        return _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+
+
+def _run(
+    engine: Engine,
+    table: Source,
+    config: JobConfig,
+    path: Path,
+    progress: Callable[[int], None] | None,
+) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)

@@ -341,6 +341,7 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
             report.SCATTER_PNG,
             report.SUMMARY_MD,
             report.REPORT_HTML,
+            ".numdiff",  # the job's claim on the folder
         ]
     )
     assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
