@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-pytest.importorskip("pyspark")
+# ImportError too, not only a missing module: a pyspark that cannot be imported is no Spark.
+pytest.importorskip("pyspark.sql", reason="needs the spark extra", exc_type=ImportError)
 
 from numdiff_component import InputError, OptionError, aggregate, score_frame
 from numdiff_component.job import JobConfig, JobOutcome, run_job
