@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
+from tests.conftest import write_table
 
 rng = np.random.default_rng(7)
 N = 503
@@ -26,20 +27,9 @@ TABLE = pd.DataFrame(
 )
 
 
-def _write(frame: pd.DataFrame, path: Path) -> str:
-    suffix = path.suffix
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".parquet":
-        frame.to_parquet(path, row_group_size=50)
-    else:
-        frame.to_json(path, orient="records", lines=True)
-    return str(path)
-
-
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
 def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
-    source = _write(TABLE, tmp_path / f"t{suffix}")
+    source = str(write_table(TABLE, tmp_path / f"t{suffix}", row_group_size=50))
     options = Options(pick="last", threshold=0.9)
     seen: list[int] = []
     outcome = run_job(
@@ -62,7 +52,7 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
 
 def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
     rows = [{"output": 1, "expected": "1"}] * 40 + [{"output": "about 2", "expected": "2"}] * 3
-    source = _write(pd.DataFrame(rows), tmp_path / "t.jsonl")
+    source = str(write_table(pd.DataFrame(rows), tmp_path / "t.jsonl"))
     run_job(JobConfig(predictions=source, results_dir=str(tmp_path), track=False, batch_rows=10))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert len(out) == 43 and out["passed"].all()

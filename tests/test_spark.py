@@ -455,13 +455,9 @@ def test_pyfunc_model_as_a_spark_udf(
 
 
 def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
-    from click.testing import CliRunner
+    from tests.conftest import invoke
 
-    from numdiff_component.cli import cli
-
-    result = CliRunner().invoke(
-        cli, ["score", "--engine", "spark", "--results-dir", str(tmp_path / "out")]
-    )
-    assert result.exit_code == 0, result.output
+    result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
     written = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert len(written) == len(load_table()) and "mean_score" in result.stdout
