@@ -14,7 +14,7 @@ import pytest
 from numdiff_component import InputError, score_frame
 from numdiff_component.compare import align, compare_results, mcnemar_p_value
 from numdiff_component.compare_render import to_json
-from tests.conftest import invoke
+from tests.conftest import invoke, one_line_error
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
@@ -220,10 +220,12 @@ def test_cli_compare_text_and_log(scored_runs_a_b: tuple[str, str]) -> None:
 def test_cli_compare_bad_input_is_one_line_and_exit_2(
     scored_runs_a_b: tuple[str, str], tmp_path: Path
 ) -> None:
-    code, _, err = _compare(scored_runs_a_b[0], "no-such-run")
-    assert code == 2 and err.count("\n") == 1 and "no-such-run" in err
-    code, _, err = _compare(*scored_runs_a_b, "--id-col", "question")
-    assert code == 2 and "id column 'question' not in run A" in err
+    one_line_error(invoke("compare", scored_runs_a_b[0], "no-such-run"), 2, "'no-such-run'")
+    one_line_error(
+        invoke("compare", *scored_runs_a_b, "--id-col", "question"),
+        2,
+        "id column 'question' not in run A",
+    )
     local_b = tmp_path / "b" / "results.parquet"
     # A local file has no params: the id column of run A is used, as both tables hold it.
     code, out, err = _compare(scored_runs_a_b[0], str(local_b), "--json")
