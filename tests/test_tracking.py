@@ -4,6 +4,7 @@ sqlite store (the ``tracking_uri`` fixture) and a real tracking server that is s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -197,7 +198,7 @@ def test_log_evaluation_logs_params_metrics_dataset_and_results(
     evaluation, results = _evaluation(tmp_path / "res")
     report = tmp_path / "res" / "summary.md"
     report.write_text("# summary\n")
-    evaluation = Evaluation(**{**evaluation.__dict__, "reports": (report,)})
+    evaluation = dataclasses.replace(evaluation, reports=(report,))
     inputs = results[["id", "output", "expected"]]
     run_id = log_evaluation(evaluation, inputs, results, run_name="logged")
     client = MlflowClient()
