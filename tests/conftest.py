@@ -1,4 +1,6 @@
-"""Shared fixtures: a private MLflow store per test, and a real tracking server on loopback."""
+"""Shared test helpers: a private MLflow store per test, a real tracking server on loopback,
+the ``numdiff`` command in process and as a real process, table writers, and the SPEC's example
+table. Test modules import the plain helpers from here (``from tests.conftest import ...``)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 BIN = str(Path(sys.executable).parent)
+BOUND = 120  # seconds: no numdiff process started by a test may take longer
 
 
 @pytest.fixture(scope="session")
@@ -80,13 +84,29 @@ def wait_for_http(url: str, timeout: float = 90.0, process: subprocess.Popen | N
     raise TimeoutError(f"no answer from {url} within {timeout} s")
 
 
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``process`` and, when it leads a session of its own (``start_new_session``), every
+    process in it: SIGTERM, then SIGKILL for whatever is left after 20 seconds."""
+    leads_group = _leads_group(process)
+    if leads_group:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+    else:
+        process.terminate()
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=20)
+    if leads_group:
+        kill_group(process)  # workers left behind (uvicorn, gunicorn), if any
+
+
+def _leads_group(process: subprocess.Popen[bytes]) -> bool:
+    try:
+        return os.getpgid(process.pid) == process.pid
+    except ProcessLookupError:  # already gone (and reaped)
+        return False
 
 
 @contextlib.contextmanager
@@ -127,7 +147,6 @@ def tracking_server(
             yield url, process
         finally:
             stop(process)
-            kill_group(process)  # workers left behind by the server process, if any
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -145,3 +164,114 @@ def mlflow_server(tmp_path: Path) -> Iterator[str]:
         tmp_path / "server.db", tmp_path / "server-artifacts", tmp_path / "server.log"
     ) as (url, _):
         yield url
+
+
+# --- the numdiff command --------------------------------------------------------------------------
+
+MODULE = (sys.executable, "-m", "numdiff_component")
+"""The real entry point, as ``mlflow run`` and a pipeline start it."""
+SCRIPT = (os.path.join(BIN, "numdiff"),)
+"""The console script that ``pip install`` makes."""
+
+
+def invoke(
+    *args: str, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``numdiff ARGS`` in this process through click's `CliRunner`: its exit code, stdout and
+    stderr (kept apart), as a `subprocess.CompletedProcess` like `numdiff_process` gives.
+
+    Exceptions other than the exit go through; what the command sets in ``os.environ`` (the
+    HTTP retry defaults, ``--quiet``'s) is undone afterwards.
+    """
+    from click.testing import CliRunner
+
+    from numdiff_component.cli import cli
+
+    saved = dict(os.environ)
+    try:
+        result = CliRunner().invoke(
+            cli, list(args), env={"NUMDIFF_TRACEBACK": None, **(env or {})}, catch_exceptions=False
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(
+        ["numdiff", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+def numdiff_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+    command: Sequence[str] = MODULE,
+    timeout: float = BOUND,
+) -> subprocess.CompletedProcess[str]:
+    """``numdiff ARGS`` as a real process (``python -m numdiff_component`` unless ``command``
+    says otherwise), within ``timeout`` seconds; ``env`` is added to this process's."""
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+        cwd=cwd,
+        env={**os.environ, "NUMDIFF_TRACEBACK": "", **(env or {})},
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
+    """The single ``numdiff: error:`` line of a failed command, checked for ``fragments``."""
+    assert done.returncode == code, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("numdiff: error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+# --- tables ---------------------------------------------------------------------------------------
+
+TABLE_FORMATS = ("csv", "parquet", "json", "jsonl")
+
+
+def write_table(frame: pd.DataFrame, path: Path, *, row_group_size: int | None = None) -> Path:
+    """Write ``frame`` in the format its suffix names (csv, parquet, json records, jsonl)."""
+    fmt = path.suffix.lstrip(".")
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "parquet":
+        frame.to_parquet(path, index=False, row_group_size=row_group_size)
+    elif fmt in ("json", "jsonl"):
+        frame.to_json(path, orient="records", lines=fmt == "jsonl")
+    else:
+        raise ValueError(f"no table writer for {path.name!r}; formats: {TABLE_FORMATS}")
+    return path
+
+
+def write_file(path: Path, content: str | bytes) -> Path:
+    """Write ``content`` as it is (text as UTF-8): for files that are not clean tables."""
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+# The examples of SPEC.md §1-§2 as one table: (id, output, expected, score, label).
+SPEC_ROWS = [
+    ("seed", "0.0302", "0.03024", 1 - 0.00004, "pass"),  # the seed's worked example
+    ("sign", "x=-3", "-3", 1.0, "pass"),
+    ("hyphen", "COVID-19", "19", 1.0, "pass"),
+    ("grouping", "$1,234.50", "1234.5", 1.0, "pass"),
+    ("near", "99", "100", 0.99, "pass"),
+    ("off", "98", "100", 0.98, "fail"),
+    ("opposite", "-5", "5", 0.0, "fail"),
+    ("words", "twelve", "12", 0.0, "unparseable"),
+    ("not finite", "1e999", "1", 0.0, "unparseable"),
+]
+
+
+def spec_table() -> pd.DataFrame:
+    """A new frame of `SPEC_ROWS`: columns ``id``, ``output``, ``expected`` (text)."""
+    ids, outputs, expected, _, _ = zip(*SPEC_ROWS, strict=True)
+    return pd.DataFrame({"id": ids, "output": outputs, "expected": expected})

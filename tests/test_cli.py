@@ -1,47 +1,49 @@
-"""The ``numdiff score`` command: output, exit codes and one-line errors."""
+"""The ``numdiff score`` command: output, exit codes and one-line errors.
+
+The commands run in process (click's runner); one test per exit code runs the real entry point,
+``python -m numdiff_component``, in a process of its own.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from numdiff_component.cli import cli
+from numdiff_component.job import CLAIM
 from numdiff_component.tables import sample_path
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+from tests.conftest import (
+    MODULE,
+    TABLE_FORMATS,
+    free_port,
+    invoke,
+    numdiff_process,
+    one_line_error,
+    write_file,
+    write_table,
+)
 
 
 def test_help_does_not_import_mlflow() -> None:
     code = (
         "import sys; from click.testing import CliRunner; from numdiff_component.cli import cli;"
+        "r = CliRunner().invoke(cli, ['--help']); assert r.exit_code == 0, r.output;"
+        "assert 'score' in r.output and 'compare' in r.output, r.output;"
         "r = CliRunner().invoke(cli, ['score', '--help']); assert r.exit_code == 0, r.output;"
         "assert '--fail-under' in r.output; assert 'mlflow' not in sys.modules, 'mlflow imported'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_module_entry_point_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "score" in out.stdout
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_score_sample_logs_and_summarises(tracking_uri: str, tmp_path: Path) -> None:
-    code, out, err = run("score", "--results-dir", str(tmp_path / "res"), "--run-name", "sample")
-    assert code == 0, err
+    done = invoke("score", "--results-dir", str(tmp_path / "res"), "--run-name", "sample")
+    assert done.returncode == 0, done.stderr
+    out, err = done.stdout, done.stderr
     frame = pd.read_parquet(tmp_path / "res" / "results.parquet")
     sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
     assert len(frame) == len(sample) and list(frame["id"]) == list(sample["id"])
@@ -56,50 +58,50 @@ def test_score_sample_logs_and_summarises(tracking_uri: str, tmp_path: Path) -> 
 
 
 def test_quiet_prints_nothing(tracking_uri: str, tmp_path: Path) -> None:
-    code, out, _ = run("score", "-q", "--results-dir", str(tmp_path))
-    assert (code, out) == (0, "")
+    done = invoke("score", "-q", "--results-dir", str(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 @pytest.mark.parametrize(("fail_under", "exit_code"), [("0.5", 0), ("0.99", 1)])
 def test_fail_under_is_a_quality_gate(
     tracking_uri: str, tmp_path: Path, fail_under: str, exit_code: int
 ) -> None:
-    code, _, err = run("score", "-q", "--fail-under", fail_under, "--results-dir", str(tmp_path))
-    assert code == exit_code
-    assert ("below --fail-under" in err) == (exit_code == 1)
+    done = invoke("score", "-q", "--fail-under", fail_under, "--results-dir", str(tmp_path))
+    assert done.returncode == exit_code
+    if exit_code:
+        one_line_error(done, 1, f"is below --fail-under {fail_under}")
     assert (tmp_path / "results.parquet").exists()  # the results are kept either way
 
 
-def _write(path: Path, text: str | bytes) -> str:
-    path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return str(path)
-
-
-BAD_INPUTS = {
+BAD_INPUTS: dict[str, tuple[Callable[[Path], Path | str], list[str], str]] = {
     "missing file": (lambda d: str(d / "nope.csv"), [], "predictions file not found: '"),
     "a directory": (lambda d: str(d), [], "is a directory"),
-    "corrupt parquet": (lambda d: _write(d / "t.parquet", b"PAR1 not really"), [], "cannot read '"),
+    "corrupt parquet": (
+        lambda d: write_file(d / "t.parquet", b"PAR1 not really"),
+        [],
+        "cannot read '",
+    ),
     "unknown format": (
-        lambda d: _write(d / "t.txt", "output,expected\n1,1\n"),
+        lambda d: write_file(d / "t.txt", "output,expected\n1,1\n"),
         [],
         "cannot tell the format",
     ),
     "bad --format": (
-        lambda d: _write(d / "t.csv", "output,expected\n1,1\n"),
+        lambda d: write_file(d / "t.csv", "output,expected\n1,1\n"),
         ["--format", "xls"],
         "format must be one of",
     ),
     "missing column": (
-        lambda d: _write(d / "t.csv", "answer,expected\n1,1\n"),
+        lambda d: write_file(d / "t.csv", "answer,expected\n1,1\n"),
         [],
         "output column 'output' not found; the columns are: 'answer', 'expected'",
     ),
     "missing id column": (
-        lambda d: _write(d / "t.csv", "output,expected\n1,1\n"),
+        lambda d: write_file(d / "t.csv", "output,expected\n1,1\n"),
         ["--id-col", "qid"],
         "id column 'qid' not found",
     ),
-    "empty table": (lambda d: _write(d / "t.csv", "output,expected\n"), [], "no rows to score"),
+    "empty table": (lambda d: write_file(d / "t.csv", "output,expected\n"), [], "no rows to score"),
     "threshold out of domain": (
         lambda d: "",
         ["--threshold", "1.5"],
@@ -122,12 +124,16 @@ BAD_INPUTS = {
         "--fail-under must be a rate between 0 and 1",
     ),
     "result column clash": (
-        lambda d: _write(d / "t.csv", "output,expected,score\n1,1,1\n"),
+        lambda d: write_file(d / "t.csv", "output,expected,score\n1,1,1\n"),
         [],
         "input column 'score' has the name of a result column",
     ),
-    "pickle": (lambda d: _write(d / "t.pkl", b"\x80\x04."), [], "pickle file, which is not read"),
-    "json not a table": (lambda d: _write(d / "t.json", "42"), [], "cannot read '"),
+    "pickle": (
+        lambda d: write_file(d / "t.pkl", b"\x80\x04."),
+        [],
+        "pickle file, which is not read",
+    ),
+    "json not a table": (lambda d: write_file(d / "t.json", "42"), [], "cannot read '"),
 }
 
 
@@ -135,36 +141,22 @@ BAD_INPUTS = {
 def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     make, extra, message = BAD_INPUTS[case]
     (tmp_path / "in").mkdir()
-    source = make(tmp_path / "in")
+    source = str(make(tmp_path / "in"))
     args = ["score", *([source] if source else []), *extra, "--results-dir", str(tmp_path / "res")]
-    proc = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NUMDIFF_TRACEBACK": ""},
-        timeout=120,
-    )
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("numdiff: error: "), proc.stderr
-    assert message in lines[0]
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    done = invoke(*args)
+    one_line_error(done, 2, message)
+    assert done.stdout == ""
+    assert not (tmp_path / "res" / "results.parquet").exists()
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "jsonl"])
+@pytest.mark.parametrize("fmt", TABLE_FORMATS)
 def test_every_format_is_read(fmt: str, tmp_path: Path, tracking_uri: str) -> None:
     df = pd.DataFrame({"id": ["a", "b"], "output": ["about 3", "007"], "expected": ["3", "7"]})
-    path = tmp_path / f"t.{fmt}"
-    {
-        "csv": lambda: df.to_csv(path, index=False),
-        "parquet": lambda: df.to_parquet(path),
-        "json": lambda: df.to_json(path, orient="records"),
-        "jsonl": lambda: df.to_json(path, orient="records", lines=True),
-    }[fmt]()
-    code, _, err = run(
+    path = write_table(df, tmp_path / f"t.{fmt}")
+    done = invoke(
         "score", str(path), "-q", "--id-col", "id", "--results-dir", str(tmp_path / "res")
     )
-    assert code == 0, err
+    assert done.returncode == 0, done.stderr
     out = pd.read_parquet(tmp_path / "res" / "results.parquet")
     assert list(out["id"]) == ["a", "b"] and list(out["output"]) == ["about 3", "007"]
     assert list(out["label"]) == ["pass", "pass"]
@@ -176,7 +168,7 @@ def _stderr_on_a_terminal(*args: str) -> tuple[int, str]:
 
     main_fd, child_fd = pty.openpty()
     proc = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", *args],
+        [*MODULE, *args],
         stderr=child_fd,
         stdout=subprocess.DEVNULL,
         timeout=300,
@@ -206,37 +198,80 @@ def test_progress_shows_on_a_terminal_unless_quiet(
     assert (f"scored {rows} rows (" in terminal and "rows/s)" in terminal) != quiet
 
 
+# --- the real entry point: one process per exit code -------------------------------------------
+
+
+def test_entry_point_exit_0_scores_and_logs(tracking_uri: str, tmp_path: Path) -> None:
+    done = numdiff_process("score", "--no-plots", "--results-dir", str(tmp_path / "res"))
+    assert done.returncode == 0, done.stderr
+    assert "mean_score" in done.stdout and "runs:/" in done.stdout
+    rows = len(pd.read_csv(sample_path()))
+    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == rows
+
+
+def test_entry_point_exit_1_is_the_quality_gate(tmp_path: Path, tracking_uri: str) -> None:
+    args = ["score", "-q", "--no-plots", "--fail-under", "0.99", "--results-dir", str(tmp_path)]
+    done = numdiff_process(*args)
+    one_line_error(done, 1, "pass rate", "is below --fail-under 0.99")
+    assert done.stdout == "" and (tmp_path / "results.parquet").exists()
+
+
+def test_entry_point_exit_2_is_bad_input(tmp_path: Path) -> None:
+    done = numdiff_process("score", str(tmp_path / "nope.csv"))
+    one_line_error(done, 2, f"predictions file not found: {str(tmp_path / 'nope.csv')!r}")
+    assert done.stdout == ""
+
+
+def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
+    """Nothing listens on the port: exit 3 within the bounded retries, the results all kept."""
+    source = write_table(
+        pd.DataFrame({"id": ["a", "b"], "output": ["1", "2"], "expected": ["1", "3"]}),
+        tmp_path / "t.csv",
+    )
+    url = f"http://127.0.0.1:{free_port()}"
+    results = tmp_path / "res" / "results.parquet"
+    done = numdiff_process(
+        "score",
+        str(source),
+        "-q",
+        "--no-plots",
+        "--results-dir",
+        str(results.parent),
+        env={"MLFLOW_TRACKING_URI": url},
+    )  # returns within the bound: the retries are bounded (cli._HTTP_DEFAULTS)
+    one_line_error(
+        done,
+        3,
+        f"could not log to MLflow at {url}",
+        "Connection refused",
+        f"the complete results are in {str(results)!r}",
+    )
+    assert list(pd.read_parquet(results)["label"]) == ["pass", "fail"]
+    assert sorted(os.listdir(results.parent)) == [CLAIM, "results.parquet"]  # nothing half-written
+
+
 def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
     tracking_uri: str, tmp_path: Path
 ) -> None:
-    preds = _write(tmp_path / "preds.csv", 'output,expected\n1.234,1234\n')
+    preds = str(write_file(tmp_path / "preds.csv", "output,expected\n1.234,1234\n"))
     for flag, score in (
         ("--decimal-comma", 1.0),
         ("--decimal-comma=true", 1.0),
         ("--decimal-comma=false", 1.234 / 1234),
     ):
         folder = tmp_path / flag
-        code, _, err = run("score", flag, preds, "-q", "--results-dir", str(folder))
-        assert code == 0, err
+        done = invoke("score", flag, preds, "-q", "--results-dir", str(folder))
+        assert done.returncode == 0, done.stderr
         assert pd.read_parquet(folder / "results.parquet")["score"][0] == pytest.approx(score)
-    code, _, err = run("score", "--decimal-comma=maybe", preds)
-    assert code == 2 and "'maybe' is not true or false" in err
+    done = invoke("score", "--decimal-comma=maybe", preds)
+    assert done.returncode == 2 and "'maybe' is not true or false" in done.stderr
 
 
 @pytest.mark.slow
 def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_EXPERIMENT")}
     # A new store: MLflow would announce that it creates its tables.
-    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path}/new.db"
-    env["TMPDIR"] = str(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "numdiff_component", "score", "-q"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/new.db", "TMPDIR": str(tmp_path)}
+    proc = numdiff_process("score", "-q", env=env, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.count("\n") == 1
     results = Path(proc.stdout.strip())

@@ -10,12 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from numdiff_component import InputError, score_frame
-from numdiff_component.cli import cli
 from numdiff_component.compare import align, compare_results, mcnemar_p_value
 from numdiff_component.compare_render import to_json
+from tests.conftest import invoke, one_line_error
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
@@ -145,9 +144,9 @@ def test_to_dict_is_json_with_ids_and_no_nan() -> None:
 # --- the CLI on real runs in a sqlite store ---------------------------------------------------
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+def _compare(*args: str) -> tuple[int, str, str]:
+    done = invoke("compare", *args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def log_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
@@ -171,7 +170,7 @@ def log_run(table: pd.DataFrame, tmp_path: Path, name: str) -> str:
 
 
 @pytest.fixture
-def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
+def scored_runs_a_b(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
     """Runs A and B in a sqlite store: B has q02 and q05 wrong, q04 right, rows reversed."""
     table = pd.DataFrame(
         {
@@ -185,8 +184,8 @@ def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
 
 
 @pytest.mark.slow
-def test_cli_compare_json_on_two_runs(two_runs: tuple[str, str]) -> None:
-    code, out, err = invoke("compare", *two_runs, "--json")
+def test_cli_compare_json_on_two_runs(scored_runs_a_b: tuple[str, str]) -> None:
+    code, out, err = _compare(*scored_runs_a_b, "--json")
     assert code == 0, err
     summary = json.loads(out)
     assert summary["matched_by"] == {"id_col": "id"}  # from the runs' numeric_diff/id_col
@@ -199,8 +198,8 @@ def test_cli_compare_json_on_two_runs(two_runs: tuple[str, str]) -> None:
 
 
 @pytest.mark.slow
-def test_cli_compare_text_and_log(two_runs: tuple[str, str]) -> None:
-    code, out, err = invoke("compare", *two_runs, "--log", "--experiment-name", "comparisons")
+def test_cli_compare_text_and_log(scored_runs_a_b: tuple[str, str]) -> None:
+    code, out, err = _compare(*scored_runs_a_b, "--log", "--experiment-name", "comparisons")
     assert code == 0, err
     assert "8 rows matched by id column 'id'" in out
     assert "regressed (passed in A, failed in B): 2" in out and "McNemar exact test" in out
@@ -210,7 +209,7 @@ def test_cli_compare_text_and_log(two_runs: tuple[str, str]) -> None:
     run = MlflowClient().get_run(run_id)
     assert run.data.metrics["compare/n_regressed"] == 2
     assert run.data.metrics["compare/pass_rate_diff"] == pytest.approx(-1 / 8)
-    assert run.data.params["compare/run_a"] == two_runs[0]
+    assert run.data.params["compare/run_a"] == scored_runs_a_b[0]
     logged = json.loads(
         Path(MlflowClient().download_artifacts(run_id, "compare/comparison.json")).read_text()
     )
@@ -219,18 +218,20 @@ def test_cli_compare_text_and_log(two_runs: tuple[str, str]) -> None:
 
 @pytest.mark.slow
 def test_cli_compare_bad_input_is_one_line_and_exit_2(
-    two_runs: tuple[str, str], tmp_path: Path
+    scored_runs_a_b: tuple[str, str], tmp_path: Path
 ) -> None:
-    code, _, err = invoke("compare", two_runs[0], "no-such-run")
-    assert code == 2 and err.count("\n") == 1 and "no-such-run" in err
-    code, _, err = invoke("compare", *two_runs, "--id-col", "question")
-    assert code == 2 and "id column 'question' not in run A" in err
+    one_line_error(invoke("compare", scored_runs_a_b[0], "no-such-run"), 2, "'no-such-run'")
+    one_line_error(
+        invoke("compare", *scored_runs_a_b, "--id-col", "question"),
+        2,
+        "id column 'question' not in run A",
+    )
     local_b = tmp_path / "b" / "results.parquet"
     # A local file has no params: the id column of run A is used, as both tables hold it.
-    code, out, err = invoke("compare", two_runs[0], str(local_b), "--json")
+    code, out, err = _compare(scored_runs_a_b[0], str(local_b), "--json")
     assert code == 0 and json.loads(out)["matched_by"] == {"id_col": "id"}, err
-    code, out, err = invoke(
-        "compare", str(tmp_path / "a" / "results.parquet"), str(local_b), "--id-col", "id", "--json"
+    code, out, err = _compare(
+        str(tmp_path / "a" / "results.parquet"), str(local_b), "--id-col", "id", "--json"
     )
     assert code == 0 and [r["id"] for r in json.loads(out)["regressed"]] == ["q02", "q05"]
 
@@ -271,13 +272,10 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
             track=False,
         )
         run_job(config)
-    code, out, err = invoke(
-        "compare",
-        str(tmp_path / "a/results.parquet"),
-        str(tmp_path / "b/results.parquet"),
-        "--json",
+    done = invoke(
+        "compare", str(tmp_path / "a/results.parquet"), str(tmp_path / "b/results.parquet"), "--json"
     )
-    assert code == 0, err
-    summary = json.loads(out)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
     assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
     assert [r["id"] for r in summary["regressed"]] == ["item-0004"]

@@ -23,7 +23,16 @@ import pytest
 from numdiff_component.errors import InputError
 from numdiff_component.job import CLAIM, JobConfig, run_job
 from numdiff_component.tables import open_table
-from tests.conftest import free_port, kill_group, tracking_server
+from tests.conftest import (
+    BOUND,
+    MODULE,
+    invoke,
+    kill_group,
+    numdiff_process,
+    one_line_error,
+    tracking_server,
+    write_file,
+)
 
 
 def written(folder: Path) -> list[str]:
@@ -33,41 +42,6 @@ def written(folder: Path) -> list[str]:
 
 RESULTS = "results.parquet"
 PARTIAL = f".{RESULTS}.partial"
-BOUND = 120  # seconds: no command here may take longer, whatever the fault
-
-
-def numdiff(
-    *args: str,
-    env: dict[str, str] | None = None,
-    preexec_fn: Callable[[], None] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """``python -m numdiff_component score ARGS`` in a child process, within `BOUND` seconds."""
-    return subprocess.run(
-        [sys.executable, "-m", "numdiff_component", "score", *args],
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        preexec_fn=preexec_fn,
-        cwd=cwd,
-        env={
-            **os.environ,
-            "NUMDIFF_TRACEBACK": "",
-            "MLFLOW_DISABLE_TELEMETRY": "true",
-            **(env or {}),
-        },
-    )
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
-    """The single ``numdiff: error:`` line of a failed command, checked for ``fragments``."""
-    assert proc.returncode == code, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("numdiff: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
 
 
 def table(n: int, note: str = "") -> pd.DataFrame:
@@ -91,7 +65,7 @@ def assert_complete(results_dir: Path, source: pd.DataFrame) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Bad files (the cases tests/test_cli.py already covers are not repeated here)
+# Bad files, in process (the cases tests/test_cli.py already covers are not repeated here)
 
 
 def _truncated_parquet(folder: Path) -> Path:
@@ -103,12 +77,7 @@ def _truncated_parquet(folder: Path) -> Path:
 
 
 def _file(name: str, content: str | bytes) -> Callable[[Path], Path]:
-    def make(folder: Path) -> Path:
-        path = folder / name
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-        return path
-
-    return make
+    return lambda folder: write_file(folder / name, content)
 
 
 BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
@@ -149,7 +118,7 @@ def test_bad_file_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     make, message = BAD_FILES[case]
     (tmp_path / "in").mkdir()
     source = make(tmp_path / "in")
-    proc = numdiff(str(source), "--results-dir", str(tmp_path / "res"))
+    proc = invoke("score", str(source), "--results-dir", str(tmp_path / "res"))
     line = one_line_error(proc, 2, message)
     assert proc.stdout == ""
     if message.startswith("as "):  # a read error names the file
@@ -184,7 +153,7 @@ def test_missing_runs_artifact(tracking_uri: str, tmp_path: Path) -> None:
     with mlflow.start_run(experiment_id=experiment) as run:
         mlflow.log_text("output,expected\n1,1\n", "other.csv")
     uri = f"runs:/{run.info.run_id}/predictions.csv"
-    proc = numdiff(uri, "--results-dir", str(tmp_path / "res"), cwd=tmp_path)
+    proc = invoke("score", uri, "--results-dir", str(tmp_path / "res"))
     one_line_error(proc, 2, f"cannot download {uri!r}", "predictions.csv")
     # The run and its store are there: only the artifact named is missing.
     assert list(open_table(f"runs:/{run.info.run_id}/other.csv").read()["output"]) == ["1"]
@@ -250,8 +219,13 @@ def test_file_without_read_permission(open_folder: Path) -> None:
         timeout=BOUND,
     )
     assert "Permission denied" in check.stderr, "the child can still read the file: no test"
-    proc = numdiff(
-        str(source), "--results-dir", str(open_folder / "res"), preexec_fn=drop, cwd=Path("/")
+    proc = numdiff_process(
+        "score",
+        str(source),
+        "--results-dir",
+        str(open_folder / "res"),
+        preexec_fn=drop,
+        cwd=Path("/"),
     )
     one_line_error(proc, 2, f"cannot read {str(source)!r}: permission denied")
 
@@ -260,27 +234,7 @@ def test_file_without_read_permission(open_folder: Path) -> None:
 # A real tracking server that is down, dies in the middle of a run, or refuses artifacts
 
 
-@pytest.mark.slow
-def test_server_unreachable_from_the_start(tmp_path: Path) -> None:
-    source = table(500)
-    source.to_csv(tmp_path / "t.csv", index=False)
-    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    proc = numdiff(
-        str(tmp_path / "t.csv"),
-        "-q",
-        "--no-plots",
-        "--results-dir",
-        str(tmp_path / "res"),
-        env={"MLFLOW_TRACKING_URI": url},
-    )  # returns within BOUND: the retries are bounded (tracking._HTTP_DEFAULTS)
-    one_line_error(
-        proc,
-        3,
-        f"could not log to MLflow at {url}",
-        "Connection refused",
-        f"the complete results are in {str(tmp_path / 'res' / RESULTS)!r}",
-    )
-    assert_complete(tmp_path / "res", source)
+# A server unreachable from the start: tests/test_cli.py (the real entry point, exit 3).
 
 
 def _logging_run(store: Path) -> str | None:
@@ -309,9 +263,7 @@ def _kill_server_once_running(
     source.to_csv(folder / "t.csv", index=False)
     store = folder / "server.db"
     args = [
-        sys.executable,
-        "-m",
-        "numdiff_component",
+        *MODULE,
         "score",
         str(folder / "t.csv"),
         "-q",
@@ -320,12 +272,7 @@ def _kill_server_once_running(
         str(folder / "res"),
     ]
     with tracking_server(store, folder / "artifacts", tmp_path / "server.log") as (url, server):
-        env = {
-            **os.environ,
-            "MLFLOW_TRACKING_URI": url,
-            "NUMDIFF_TRACEBACK": "",
-            "MLFLOW_DISABLE_TELEMETRY": "true",
-        }
+        env = {**os.environ, "MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACEBACK": ""}
         cli = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
@@ -390,7 +337,8 @@ def test_server_refusing_artifacts_marks_the_run_failed(tmp_path: Path) -> None:
         url,
         _,
     ):
-        proc = numdiff(
+        proc = numdiff_process(
+            "score",
             str(tmp_path / "t.csv"),
             "-q",
             "--no-plots",
@@ -415,7 +363,7 @@ def test_results_folder_below_a_regular_file(tmp_path: Path) -> None:
     table(3).to_csv(tmp_path / "t.csv", index=False)
     (tmp_path / "a-file").write_text("keep me")
     results = tmp_path / "a-file" / "res"
-    proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
+    proc = invoke("score", str(tmp_path / "t.csv"), "--results-dir", str(results))
     one_line_error(proc, 2, f"cannot use results folder {str(results)!r}: Not a directory")
     assert (tmp_path / "a-file").read_text() == "keep me"
     assert sorted(os.listdir(tmp_path)) == ["a-file", "t.csv"]
@@ -449,7 +397,7 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
 def test_full_disk_leaves_no_results_that_look_complete(tmp_path: Path, full_disk: Path) -> None:
     table(20_000).to_csv(tmp_path / "t.csv", index=False)  # ~300 KiB of results: cannot fit
     results = full_disk / "res"
-    proc = numdiff(str(tmp_path / "t.csv"), "--results-dir", str(results))
+    proc = invoke("score", str(tmp_path / "t.csv"), "--results-dir", str(results))
     one_line_error(proc, 2, f"cannot write results to {str(results)!r}", "No space left on device")
     assert written(results) == []  # neither results.parquet nor .results.parquet.partial
 
@@ -466,7 +414,7 @@ def test_full_disk_while_writing_the_report(tmp_path: Path, full_disk: Path) -> 
     free = os.statvfs(full_disk).f_bavail * block
     (full_disk / "filler").write_bytes(b"\0" * (free - room))
     results = full_disk / "res"
-    proc = numdiff(str(tmp_path / "t.csv"), "-q", "--results-dir", str(results))
+    proc = invoke("score", str(tmp_path / "t.csv"), "-q", "--results-dir", str(results))
     one_line_error(
         proc,
         2,

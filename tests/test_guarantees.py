@@ -8,8 +8,6 @@ import hashlib
 import json
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ from numdiff_component.errors import InputError
 from numdiff_component.job import JobConfig, run_job
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, open_table
+from tests.conftest import invoke, numdiff_process
 
 PACKAGE = Path(numdiff_component.__file__).parent
 
@@ -237,7 +236,7 @@ def test_package_never_runs_or_unpickles_text() -> None:
 
 
 @pytest.fixture
-def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
+def run_next_to_a_secret(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
     """Run A holds predictions.csv; run B holds secret.csv. Artifacts stay in tmp_path."""
     import mlflow
 
@@ -251,8 +250,10 @@ def two_runs(tracking_uri: str, tmp_path: Path) -> tuple[str, str]:
     return a.info.run_id, b.info.run_id
 
 
-def test_runs_uri_reads_only_that_runs_artifacts(two_runs: tuple[str, str], tmp_path: Path) -> None:
-    a, b = two_runs
+def test_runs_uri_reads_only_that_runs_artifacts(
+    run_next_to_a_secret: tuple[str, str], tmp_path: Path
+) -> None:
+    a, b = run_next_to_a_secret
     assert list(open_table(f"runs:/{a}/predictions.csv").read()["output"]) == ["3"]
     climbing = [
         f"runs:/{a}/../{b}/artifacts/secret.csv",
@@ -266,22 +267,7 @@ def test_runs_uri_reads_only_that_runs_artifacts(two_runs: tuple[str, str], tmp_
     for uri in climbing:
         with pytest.raises(InputError, match=r"reaches outside its run with '\.\.'"):
             open_table(uri, "csv")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "numdiff_component",
-            "score",
-            climbing[0],
-            "--results-dir",
-            str(tmp_path / "res"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**os.environ, "NUMDIFF_TRACEBACK": ""},
-    )
+    proc = invoke("score", climbing[0], "--results-dir", str(tmp_path / "res"))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         f"numdiff: error: {climbing[0]!r} reaches outside its run with '..'; name an artifact "
@@ -309,25 +295,17 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
         (tmp_path / name).mkdir()
     _source().to_csv(tmp_path / "in" / "t.csv", index=False)
     before = _snapshot(tmp_path)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "numdiff_component",
-            "score",
-            str(tmp_path / "in" / "t.csv"),
-            "--id-col",
-            "id",
-            "--experiment-name",
-            "writes",
-            "--results-dir",
-            str(tmp_path / "res"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = numdiff_process(  # a process of its own: TMPDIR is read once per process
+        "score",
+        str(tmp_path / "in" / "t.csv"),
+        "--id-col",
+        "id",
+        "--experiment-name",
+        "writes",
+        "--results-dir",
+        str(tmp_path / "res"),
         cwd=tmp_path / "cwd",
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "MLFLOW_DISABLE_TELEMETRY": "true"},
+        env={"TMPDIR": str(tmp_path / "tmp")},
     )
     assert proc.returncode == 0, proc.stderr
     after = _snapshot(tmp_path)

@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
+from tests.conftest import write_table
 
 rng = np.random.default_rng(7)
 N = 503
@@ -26,20 +27,9 @@ TABLE = pd.DataFrame(
 )
 
 
-def _write(frame: pd.DataFrame, path: Path) -> str:
-    suffix = path.suffix
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".parquet":
-        frame.to_parquet(path, row_group_size=50)
-    else:
-        frame.to_json(path, orient="records", lines=True)
-    return str(path)
-
-
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
 def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
-    source = _write(TABLE, tmp_path / f"t{suffix}")
+    source = str(write_table(TABLE, tmp_path / f"t{suffix}", row_group_size=50))
     options = Options(pick="last", threshold=0.9)
     seen: list[int] = []
     outcome = run_job(
@@ -62,7 +52,7 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
 
 def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
     rows = [{"output": 1, "expected": "1"}] * 40 + [{"output": "about 2", "expected": "2"}] * 3
-    source = _write(pd.DataFrame(rows), tmp_path / "t.jsonl")
+    source = str(write_table(pd.DataFrame(rows), tmp_path / "t.jsonl"))
     run_job(JobConfig(predictions=source, results_dir=str(tmp_path), track=False, batch_rows=10))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert len(out) == 43 and out["passed"].all()
@@ -98,7 +88,7 @@ def test_large_table_skips_the_json_copy_but_keeps_every_row(
 
 
 def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> None:
-    source = _write(TABLE, tmp_path / "preds.csv")
+    source = str(write_table(TABLE, tmp_path / "preds.csv"))
     config = JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), fail_under=0.5)
     outcome = run_job(config)
     assert outcome.run_id is not None
@@ -128,10 +118,8 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     assert columns[:5] == ["id", "label", "score", "output_value", "expected_value"]
 
 
-def test_a_relative_path_is_made_absolute(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _write(TABLE, tmp_path / "preds.csv")
+def test_a_relative_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_table(TABLE, tmp_path / "preds.csv")
     monkeypatch.chdir(tmp_path)
     config = JobConfig(predictions="preds.csv", results_dir="out", track=False)
     assert run_job(config).evaluation.source == str(tmp_path / "preds.csv")
@@ -140,7 +128,7 @@ def test_a_relative_path_is_made_absolute(
 def test_results_file_records_its_id_column(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    source = _write(TABLE, tmp_path / "preds.csv")
+    source = str(write_table(TABLE, tmp_path / "preds.csv"))
     run_job(JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), track=False))
     metadata = pq.read_schema(tmp_path / "results.parquet").metadata
     assert metadata[b"numdiff.id_col"] == b"id"

@@ -17,6 +17,7 @@ from mlflow import MlflowClient
 from numdiff_component.cli import score
 from numdiff_component.options import SCHEMA, OptionSpec
 from numdiff_component.tables import sample_path
+from tests.conftest import numdiff_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())
@@ -138,21 +139,13 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path:
 
 @pytest.mark.slow
 def test_cli_logs_to_a_real_tracking_server(mlflow_server: str, tmp_path: Path) -> None:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "numdiff_component",
-            "score",
-            "--experiment-name",
-            "over-http",
-            "--results-dir",
-            str(tmp_path / "res"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
+    proc = numdiff_process(
+        "score",
+        "--experiment-name",
+        "over-http",
+        "--results-dir",
+        str(tmp_path / "res"),
+        env={"MLFLOW_TRACKING_URI": mlflow_server},
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +14,6 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from mlflow.pyfunc import PythonModelContext
 
 from numdiff_component import (
@@ -28,9 +24,9 @@ from numdiff_component import (
     score,
     score_frame,
 )
-from numdiff_component.cli import cli
 from numdiff_component.pyfunc import SIGNATURE, log_numeric_diff_model
 from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
+from tests.conftest import SCRIPT, free_port, invoke, numdiff_process, one_line_error, stop
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 TABLE = pd.DataFrame(
@@ -131,12 +127,6 @@ def test_logged_model_carries_its_own_code(logged: mlflow.models.model.ModelInfo
     assert float(value) == score("3,5", "3.5", decimal_comma=True).score  # 3.5 against 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _post(url: str, payload: dict[str, object]) -> dict[str, object]:
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
@@ -173,23 +163,11 @@ def _tail(log_path: Path) -> str:
     return log_path.read_text(errors="replace")[-3000:]
 
 
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    """Stop the server and its uvicorn worker: the process group this test started for it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=15)
-
-
 @pytest.mark.slow
 def test_served_model_answers_over_http(
     logged: mlflow.models.model.ModelInfo, tmp_path: Path
 ) -> None:
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "serve.log"
     serve = f"models serve -m runs:/{logged.run_id}/nd -h 127.0.0.1 -p {port} --env-manager local"
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
@@ -213,7 +191,7 @@ def test_served_model_answers_over_http(
         except urllib.error.URLError as exc:
             raise AssertionError(f"POST /invocations failed: {exc}\n{_tail(log_path)}") from exc
     finally:
-        _stop(server)
+        stop(server)
     assert answer["predictions"][3]["output_value"] is None  # "twelve": null, not NaN
     served = pd.DataFrame(answer["predictions"])  # null read back as NaN
     options = Options(threshold=0.9, decimal_comma=True)
@@ -226,14 +204,9 @@ def test_served_model_answers_over_http(
 
 @pytest.mark.slow
 def test_log_model_command_prints_a_uri_that_loads() -> None:
-    # A process of its own: --experiment-name sets MLflow's process-wide active experiment.
+    # The console script that pip installs, in a process of its own.
     args = "--name gate --threshold 0.5 --pick last --experiment-name nd-models --run-name lm"
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("numdiff")), "log-model", *args.split()],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    result = numdiff_process("log-model", *args.split(), command=SCRIPT, timeout=180)
     assert result.returncode == 0, result.stderr
     assert "pickle" not in result.stderr.lower()
     uri = result.stdout.strip()
@@ -248,7 +221,6 @@ def test_log_model_command_prints_a_uri_that_loads() -> None:
 
 
 def test_log_model_command_refuses_a_bad_option() -> None:
-    result = CliRunner().invoke(cli, ["log-model", "--percent", "half"])
-    assert result.exit_code == 2
-    assert "numdiff: error: percent must be one of 'keep', 'fraction', got 'half'" in result.stderr
+    result = invoke("log-model", "--percent", "half")
+    one_line_error(result, 2, "percent must be one of 'keep', 'fraction', got 'half'")
     assert mlflow.search_runs(search_all_experiments=True).empty

@@ -1,4 +1,4 @@
-"""Scoring rows (SPEC §2), whole frames (§4) and aggregates (§3)."""
+"""Scoring rows (SPEC §2) and whole frames (§4). Aggregates: tests/test_aggregate.py."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from numdiff_component import (
-    AGGREGATE_NAMES,
     RESULT_COLUMNS,
     InputError,
-    Options,
-    Totals,
-    aggregate,
     score,
     score_frame,
 )
@@ -103,51 +97,3 @@ def test_score_frame_column_errors(columns: list[str], message: str) -> None:
     df = pd.DataFrame([["1"] * len(columns)], columns=columns)
     with pytest.raises(InputError, match=message):
         score_frame(df)
-
-
-def test_aggregate_definitions() -> None:
-    results = score_frame(
-        pd.DataFrame({"output": ["10", "9", "?", "0"], "expected": ["10", "10", "1", "0"]})
-    )
-    agg = aggregate(results)
-    assert list(agg) == list(AGGREGATE_NAMES)
-    scores = np.array([1.0, 0.9, 0.0, 1.0])
-    assert agg["mean_score"] == pytest.approx(scores.mean())
-    assert agg["pass_rate"] == 0.5
-    assert agg["mae"] == pytest.approx(1 / 3)  # over the three rows with two numbers
-    assert agg["mean_score_stderr"] == pytest.approx(scores.std(ddof=1) / 2)
-    assert (agg["n_rows"], agg["n_unparseable"]) == (4, 1)
-    assert aggregate(
-        [score("10", "10"), score("9", "10"), score("?", "1"), score("0", "0")]
-    ) == pytest.approx(agg, nan_ok=True)
-
-
-def test_aggregate_edge_cases() -> None:
-    one = aggregate(score_frame(pd.DataFrame({"output": ["x"], "expected": ["1"]})))
-    assert (
-        math.isnan(one["mae"]) and math.isnan(one["mean_score_stderr"]) and one["mean_score"] == 0.0
-    )
-    with pytest.raises(InputError, match="no rows to score"):
-        aggregate(score_frame(pd.DataFrame({"output": [], "expected": []})))
-
-
-@settings(max_examples=50, deadline=None)
-@given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=60), cut=st.integers(0, 60))
-def test_totals_of_batches_equal_totals_of_all(scores: list[float], cut: int) -> None:
-    frame = pd.DataFrame(
-        {
-            "score": scores,
-            "passed": [s >= 0.5 for s in scores],
-            "label": "pass",
-            "abs_error": scores,
-        }
-    )
-    whole = Totals.of(frame).aggregates()
-    parts = (Totals.of(frame.iloc[:cut]) + Totals.of(frame.iloc[cut:])).aggregates()
-    assert parts == pytest.approx(whole, nan_ok=True, rel=1e-9, abs=1e-12)
-
-
-def test_options_are_validated_once() -> None:
-    opts = Options(threshold=1, floor=0)
-    assert (opts.threshold, opts.floor) == (1.0, 0.0)
-    assert score("1", "1", opts).passed

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-pytest.importorskip("pyspark")
+# ImportError too, not only a missing module: a pyspark that cannot be imported is no Spark.
+pytest.importorskip("pyspark.sql", reason="needs the spark extra", exc_type=ImportError)
 
 from numdiff_component import InputError, OptionError, aggregate, score_frame
 from numdiff_component.job import JobConfig, JobOutcome, run_job
@@ -454,13 +455,9 @@ def test_pyfunc_model_as_a_spark_udf(
 
 
 def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
-    from click.testing import CliRunner
+    from tests.conftest import invoke
 
-    from numdiff_component.cli import cli
-
-    result = CliRunner().invoke(
-        cli, ["score", "--engine", "spark", "--results-dir", str(tmp_path / "out")]
-    )
-    assert result.exit_code == 0, result.output
+    result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
     written = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert len(written) == len(load_table()) and "mean_score" in result.stdout

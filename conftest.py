@@ -1,0 +1,26 @@
+"""pytest setup for the whole checkout (``testpaths`` holds the package for its doctests).
+
+``numdiff_component/spark.py`` needs the ``spark`` extra: without pyspark its doctests are not
+collected (importing it would fail), as ``tests/test_spark.py`` skips itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SPARK_MODULE = Path(__file__).parent / "numdiff_component" / "spark.py"
+
+
+def _pyspark_importable() -> bool:
+    try:
+        import pyspark.sql  # noqa: F401  # what spark.py imports
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    # None, not False, for every other path: False would override --ignore and the like.
+    if collection_path == SPARK_MODULE and not _pyspark_importable():
+        return True
+    return None
