@@ -217,6 +217,7 @@ def _run_script(block: Block, work: Path, env: dict[str, str]) -> None:
         [sys.executable, str(script)],
         cwd=work,
         env=env,
+        stdin=subprocess.DEVNULL,  # a command that asks for input fails, never hangs
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -232,6 +233,7 @@ def _run_shell(block: Block, work: Path, env: dict[str, str]) -> None:
         ["bash", "-e", "-c", block.text],
         cwd=work,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -263,6 +265,7 @@ def _run_session(block: Block, work: Path, env: dict[str, str]) -> None:
         ["bash", "-c", script],
         cwd=work,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
