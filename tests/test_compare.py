@@ -272,9 +272,8 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
             track=False,
         )
         run_job(config)
-    done = invoke(
-        "compare", str(tmp_path / "a/results.parquet"), str(tmp_path / "b/results.parquet"), "--json"
-    )
+    a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
+    done = invoke("compare", a_file, b_file, "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
