@@ -16,6 +16,18 @@ from numdiff_component.scoring import UNPARSEABLE, ScoreResult
 AGGREGATE_NAMES = ("mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable")
 
 
+def booleans(values: Any, what: str = "the 'passed' column") -> np.ndarray:
+    """``values`` as a bool array; `InputError` unless they are all True/False (a text
+    ``"False"`` would otherwise count as true)."""
+    array = np.asarray(values)
+    if array.dtype == bool:
+        return array
+    if array.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in array):
+        return array.astype(bool)
+    example = next((v for v in array if not isinstance(v, (bool, np.bool_))), None)
+    raise InputError(f"{what} must hold True or False, got {example!r}")
+
+
 @dataclass(frozen=True)
 class Totals:
     """Running totals of scored rows; ``a + b`` is the totals of both (Chan et al.'s update)."""
@@ -41,7 +53,7 @@ class Totals:
         mean = float(scores.mean())
         return cls(
             n=n,
-            n_passed=int(np.count_nonzero(np.asarray(results["passed"], dtype=bool))),
+            n_passed=int(np.count_nonzero(booleans(results["passed"]))),
             n_unparseable=unparseable,
             score_mean=mean,
             score_m2=float(((scores - mean) ** 2).sum()),

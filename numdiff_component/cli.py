@@ -1,7 +1,8 @@
 """The ``numdiff`` command line. The only module that prints or exits.
 
 Exit codes: 0 done; 1 the quality gate (``--fail-under``) failed; 2 bad input or usage;
-3 the tracking server could not be reached (the local results are complete all the same).
+3 the tracking server could not be reached (the local results are complete all the same);
+128 + the signal's number when stopped by SIGINT (130) or SIGTERM (143).
 Heavy imports happen inside the commands so that ``numdiff --help`` answers at once.
 """
 
@@ -10,8 +11,10 @@ from __future__ import annotations
 import functools
 import math
 import os
+import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -24,8 +27,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"numdiff: error: {message}", err=True)
+    from numdiff_component.errors import visible
+
+    click.echo(f"numdiff: error: {visible(message)}", err=True)  # no control byte reaches the tty
     sys.exit(code)
+
+
+def _traceback_asked() -> bool:
+    return os.environ.get("NUMDIFF_TRACEBACK", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _guarded(func: F) -> F:
@@ -43,8 +52,8 @@ def _guarded(func: F) -> F:
                 from numdiff_component.tracking import record_failure
 
                 record_failure(str(exc), code)
-            if os.environ.get("NUMDIFF_TRACEBACK"):
-                raise
+            if _traceback_asked():
+                traceback.print_exc()
             _fail(str(exc), code)
 
     return wrapper  # type: ignore[return-value]
@@ -389,5 +398,21 @@ def compare(
         click.echo(f"\n  logged to run {summary['run_id']}")
 
 
+class _Signalled(BaseException):
+    """SIGINT or SIGTERM: unwinds like an exception, so that no partial file is left behind.
+    Not a KeyboardInterrupt, which click would turn into exit code 1 (the gate's)."""
+
+
+def _signalled(signum: int, frame: object) -> None:
+    raise _Signalled(signum)
+
+
 def main() -> None:
-    cli(prog_name="numdiff")
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _signalled)
+    try:
+        cli(prog_name="numdiff")
+    except _Signalled as exc:
+        name = signal.Signals(exc.args[0]).name
+        click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
+        sys.exit(128 + exc.args[0])

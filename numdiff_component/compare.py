@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import aggregate
+from numdiff_component.aggregate import aggregate, booleans
 from numdiff_component.errors import InputError
 from numdiff_component.scoring import RESULT_COLUMNS
 
@@ -81,6 +81,7 @@ def _check_results(frame: pd.DataFrame, side: str) -> None:
             f"run {side} is not a numeric diff results table: column {missing[0]!r} is missing "
             f"(expected the columns {', '.join(RESULT_COLUMNS)})"
         )
+    booleans(frame["passed"], f"the 'passed' column of run {side}")
 
 
 def _check_ids(frame: pd.DataFrame, id_col: str, side: str) -> pd.Index:
@@ -122,6 +123,12 @@ def align(
     only_a = ids_a[position < 0]
     only_b = ids_b.difference(ids_a, sort=False)
     if len(only_a) or len(only_b):
+        if sorted(map(str, ids_a)) == sorted(map(str, ids_b)):
+            kinds = [type(ids[0]).__name__ for ids in (ids_a, ids_b)]
+            raise InputError(
+                f"the ids in {id_col!r} differ only in type ({kinds[0]} in A, {kinds[1]} in B, "
+                f"e.g. {ids_a[0]!r} and {ids_b[0]!r}); store them with one type on both sides"
+            )
         examples = [
             f"{len(ids):,} only in {side}" + (f" (e.g. {ids[0]!r})" if len(ids) else "")
             for side, ids in (("A", only_a), ("B", only_b))
@@ -152,8 +159,7 @@ def compare_results(
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
     a, b, ids = align(a, b, id_col)
-    passed_a = a["passed"].to_numpy(dtype=bool)
-    passed_b = b["passed"].to_numpy(dtype=bool)
+    passed_a, passed_b = booleans(a["passed"]), booleans(b["passed"])
     rows = pd.DataFrame({"id": ids, "passed_a": passed_a, "passed_b": passed_b})
     for name in _ROW_FIELDS:
         rows[f"{name}_a"] = a[name].to_numpy()

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.compare import TEST_NAME, Comparison
+from numdiff_component.errors import visible
 
 
 def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
@@ -51,8 +52,8 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
     how = f"by id column {comparison.matched_by!r}" if comparison.matched_by else "by row position"
     lines = [
         "numeric diff comparison",
-        f"  A  {a}",
-        f"  B  {b}",
+        f"  A  {visible(a)}",
+        f"  B  {visible(b)}",
         f"  {len(comparison.rows):,} rows matched {how}",
         "",
         f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
@@ -95,7 +96,7 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
         )
         for row in shown:
             lines.append(
-                f"    {str(row['id'])[:16]:<16} {_text_number('s', row['score_a']):>9} "
+                f"    {visible(str(row['id']))[:16]:<16} {_text_number('s', row['score_a']):>9} "
                 f"{_text_number('s', row['score_b']):>9} "
                 f"{_text_number('v', row['output_value_a']):>12} "
                 f"{_text_number('v', row['output_value_b']):>12} "

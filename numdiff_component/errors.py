@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,3 +33,25 @@ def missing_column(role: str, name: str, columns: Iterable[Any], hint: str = "")
     """The error for a column that is not there, listing the columns that are."""
     existing = ", ".join(repr(str(c)) for c in columns) or "none"
     return InputError(f"{role} column {name!r} not found; the columns are: {existing}{hint}")
+
+
+# C0 and C1 controls but tab and line breaks (read as spaces), and the bidirectional controls
+# that reorder what is shown: an ANSI colour code or a reversed file name shows as escapes.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())  # as Python writes it: ESC is shown as \x1b, in any font
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    r"""``text`` as one line a terminal shows as it is: control characters (an ANSI colour
+    code, a bidirectional override) as escapes, line breaks and runs of spaces as one space.
+
+    >>> visible("\x1b[31mred\nline")
+    '\\x1b[31mred line'
+    """
+    return " ".join(_CONTROL.sub(_escape, text).split())

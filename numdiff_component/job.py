@@ -40,6 +40,7 @@ from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
+    RESULTS_METADATA,
     RESULTS_PARQUET,
     Evaluation,
     log_evaluation,
@@ -104,8 +105,10 @@ class Engine(Protocol):
 def engine_for(name: str) -> Engine:
     """The engine called ``name`` (see `ENGINES`)."""
     if name == "spark":
-        from numdiff_component.spark import SparkEngine
-
+        try:
+            from numdiff_component.spark import SparkEngine
+        except ImportError as exc:
+            raise InputError(str(exc)) from exc
         return SparkEngine()
     if name == "pandas":
         from numdiff_component.pandas_engine import PandasEngine
@@ -282,6 +285,8 @@ def _run(
     progress: Callable[[int], None] | None,
 ) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
+    if path.is_dir():  # part files (Spark): what a results file keeps in its metadata
+        (path / RESULTS_METADATA).write_text(json.dumps(config.results_metadata()))
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
     reports = _write_report(collected.report, path, aggregates, source)

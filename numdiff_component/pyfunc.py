@@ -25,15 +25,16 @@ from mlflow.models.model import ModelInfo
 from mlflow.pyfunc import PythonModel, PythonModelContext
 from mlflow.types import ColSpec, Schema
 
-from numdiff_component.errors import missing_column
+from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA, score_frame
-from numdiff_component.tracking import mlflow_run
+from numdiff_component.tracking import deadline, mlflow_run
 
 INPUT_COLUMNS = ("output", "expected")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
 _COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string"}
 _MAYBE_NO_NUMBER = ("output_value", "expected_value", "abs_error")
+_BAD_NAME_CHARACTERS = ("/", ":", ".", "%", '"', "'")  # as mlflow.utils.validation has them
 
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
@@ -109,11 +110,20 @@ def log_numeric_diff_model(
     failure raises `TrackingError`.
     """
     opts = Options.of(None, **options)
-    with mlflow_run(
-        run_name=run_name,
-        experiment_name=experiment_name,
-        use_active=True,
-        what="log the model to MLflow",
+    bad = [c for c in _BAD_NAME_CHARACTERS if c in name]
+    if not name or bad:
+        raise InputError(
+            f"model name {name!r} cannot be empty or hold {', '.join(map(repr, bad))}: MLflow "
+            f"refuses any of {' '.join(_BAD_NAME_CHARACTERS)} in a model name"
+        )
+    with (
+        deadline("log the model to MLflow"),
+        mlflow_run(
+            run_name=run_name,
+            experiment_name=experiment_name,
+            use_active=True,
+            what="log the model to MLflow",
+        ),
     ):
         return mlflow.pyfunc.log_model(
             name=name,

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.aggregate import pass_rate_stderr
+from numdiff_component.errors import visible
 from numdiff_component.options import Options
 from numdiff_component.scoring import UNPARSEABLE
 
@@ -540,17 +541,6 @@ _STDERR_NOTE = (
     "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
 )
 
-# C0 and C1 controls but tab and line breaks (read as spaces), and the bidirectional controls
-# that reorder what is shown: an ANSI colour code or a reversed file name shows as escapes.
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())  # as Python writes it: ESC is shown as \x1b, in any font
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
 
 def _text(value: Any, limit: int | None = _CELL_CHARS) -> str:
     """``value`` as one line of visible text (no control character), cut to ``limit``."""
@@ -558,7 +548,7 @@ def _text(value: Any, limit: int | None = _CELL_CHARS) -> str:
         return ""
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.6g}"
-    text = " ".join(_CONTROL.sub(_visible, str(value)).split())
+    text = visible(str(value))
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text

@@ -12,7 +12,6 @@ must be installed on the executors too.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -44,7 +43,6 @@ from numdiff_component.tables import (
     local_path,
     open_table,
 )
-from numdiff_component.tracking import RESULTS_METADATA
 
 if TYPE_CHECKING:
     from numdiff_component.job import JobConfig
@@ -324,8 +322,6 @@ class SparkEngine:
             raise InputError(
                 f"cannot score {table.source!r} with Spark: {first_line(exc)}"
             ) from exc
-        # What the pandas engine keeps in the file's metadata; "_" files are not data to Spark.
-        (path / RESULTS_METADATA).write_text(json.dumps(config.results_metadata()))
         # Part files in name order are the partitions in order: the input's order.
         files = sorted(str(p) for p in path.glob("part-*.parquet"))
         batches = ds.dataset(files, format="parquet").to_batches(

@@ -7,9 +7,11 @@ import contextlib
 import json
 import math
 import os
+import signal
 import tempfile
+import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,15 +44,87 @@ def _failures() -> tuple[type[BaseException], ...]:
 @contextmanager
 def mlflow_errors(what: str) -> Iterator[None]:
     """Turn MLflow and network failures, and only those, into `TrackingError`: "could not
-    {what} at {tracking URI}: {reason}". Anything else (a bug) goes through as it is."""
+    {what} at {tracking URI}: {reason}"; a value MLflow refuses (a name too long, a bad
+    character) is `InputError`. Anything else (a bug) goes through as it is."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     try:
         yield
-    except _failures() as exc:
+    except MlflowException as exc:
+        if exc.error_code == "INVALID_PARAMETER_VALUE":  # a name or value the user gave
+            raise InputError(f"MLflow refused a value: {first_line(exc)}") from exc
         raise TrackingError(
             f"could not {what} at {mlflow.get_tracking_uri()}: {first_line(exc)}"
         ) from exc
+    except OSError as exc:
+        raise TrackingError(
+            f"could not {what} at {mlflow.get_tracking_uri()}: {first_line(exc)}"
+        ) from exc
+
+
+DEFAULT_TIMEOUT = 20.0
+"""Seconds each tracking call may take (``NUMDIFF_TRACKING_TIMEOUT``); an upload gets at least
+one more second per MiB."""
+
+
+class _TimedOut(BaseException):
+    """A tracking call passed its deadline. Not an `Exception`: MLflow's own ``except
+    Exception`` (retries, cleanup) must not swallow it."""
+
+
+def tracking_timeout() -> float:
+    """The deadline of each tracking call, in seconds (``NUMDIFF_TRACKING_TIMEOUT``)."""
+    text = os.environ.get("NUMDIFF_TRACKING_TIMEOUT", "")
+    try:
+        seconds = float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0:
+        raise InputError(f"NUMDIFF_TRACKING_TIMEOUT must be a number of seconds > 0, got {text!r}")
+    return seconds
+
+
+@contextmanager
+def deadline(what: str) -> Iterator[Callable[..., None]]:
+    """Each tracking call in the block answers within `tracking_timeout` seconds, or the block
+    raises `TrackingError` then. Yields ``arm(extra)``: call it before each call (``extra``: more
+    seconds for a large upload). A server that hangs or trickles bytes cannot hold a run.
+
+    A timer signal, so the main thread's blocking socket read is interrupted; in another thread
+    calls are bounded only by MLflow's own HTTP timeout. The previous handler is put back.
+    """
+    seconds = tracking_timeout()
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda extra=0.0: None
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _TimedOut
+
+    def arm(extra: float = 0.0) -> None:
+        signal.setitimer(signal.ITIMER_REAL, seconds + extra)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    try:
+        arm()
+        yield arm
+    except _TimedOut:
+        import mlflow
+
+        raise TrackingError(
+            f"could not {what} at {mlflow.get_tracking_uri()}: no answer within {seconds:g} s "
+            "(NUMDIFF_TRACKING_TIMEOUT)"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def upload_seconds(path: Path) -> float:
+    """Extra seconds for uploading ``path`` (a file or a folder): one per MiB."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 2**20
 
 
 @contextmanager
@@ -80,8 +154,8 @@ def mlflow_run(
         )
         try:
             yield run
-        except BaseException:
-            if active is None:
+        except BaseException as exc:
+            if active is None and not isinstance(exc, _TimedOut):  # a hung server: no more
                 with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
                     mlflow.end_run(status="FAILED")
             raise
@@ -122,7 +196,7 @@ def record_failure(message: str, exit_code: int) -> None:
         return
     from mlflow import MlflowClient
 
-    with contextlib.suppress(*_failures()):
+    with contextlib.suppress(TrackingError, *_failures()), deadline("tag the run"):
         client = MlflowClient()
         client.set_tag(run_id, f"{PREFIX}.error", message[:5000])
         client.set_tag(run_id, f"{PREFIX}.exit_code", str(exit_code))
@@ -288,32 +362,48 @@ def log_evaluation(
     """
     import mlflow
 
-    with mlflow_run(
-        run_name=run_name, default_run_name=default_run_name, experiment_name=experiment_name
-    ) as run:
+    results_file = evaluation.results_dir / RESULTS_PARQUET
+    with (
+        deadline("log to MLflow") as arm,
+        mlflow_run(
+            run_name=run_name, default_run_name=default_run_name, experiment_name=experiment_name
+        ) as run,
+    ):
+        arm()
         mlflow.log_params(params(evaluation))
+        arm()
         mlflow.log_metrics(metrics(evaluation.aggregates))
+        arm()
         mlflow.set_tags(tags(evaluation))
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
+        arm()
         mlflow.log_input(dataset, context="evaluation")
-        mlflow.log_artifact(str(evaluation.results_dir / RESULTS_PARQUET), artifact_path=PREFIX)
+        arm(upload_seconds(results_file))
+        mlflow.log_artifact(str(results_file), artifact_path=PREFIX)
         if results is not None:
-            table = table_for_ui(results, evaluation.id_col)
-            mlflow.log_table(data=table, artifact_file=f"{PREFIX}/{RESULTS_JSON}")
+            arm(results.memory_usage(deep=True).sum() / 2**20)
+            mlflow.log_table(
+                data=table_for_ui(results, evaluation.id_col),
+                artifact_file=f"{PREFIX}/{RESULTS_JSON}",
+            )
         for report in evaluation.reports:
+            arm(upload_seconds(report))
             mlflow.log_artifact(str(report), artifact_path=PREFIX)
-        _log_plots([r for r in evaluation.reports if r.suffix == ".png"])
-        return str(run.info.run_id)
+        _log_plots([r for r in evaluation.reports if r.suffix == ".png"], arm)
+        arm()
+    return str(run.info.run_id)
 
 
-def _log_plots(plots: list[Path]) -> None:
+def _log_plots(plots: list[Path], arm: Callable[..., None]) -> None:
     """The plots where compared runs show them side by side: at the artifact root (the compare
     page lists only those) and as images with a key (the chart view)."""
     import mlflow
     from PIL import Image
 
     for plot in plots:
+        arm(upload_seconds(plot))
         mlflow.log_artifact(str(plot))
+        arm(upload_seconds(plot))
         with Image.open(plot) as image:
             mlflow.log_image(image.convert("RGB"), key=f"{PREFIX}/{plot.stem}", step=0)
 
@@ -342,7 +432,7 @@ def load_results(ref: str) -> RunResults:
     engine's) when ``ref`` is one; the id column they were scored with comes along."""
     path = Path(ref)
     if path.suffix == ".parquet" or path.exists():
-        if not path.exists():
+        if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
             raise InputError(f"results file not found: {ref!r}")
         try:
             return _local_results(path, ref)
@@ -352,9 +442,13 @@ def load_results(ref: str) -> RunResults:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    with mlflow_errors(f"read run {ref!r}"):
+    with deadline(f"read run {ref!r}") as arm, mlflow_errors(f"read run {ref!r}"):
         try:
-            run = mlflow.MlflowClient().get_run(ref)
+            client = mlflow.MlflowClient()
+            run = client.get_run(ref)
+            arm()
+            sizes = [f.file_size or 0 for f in client.list_artifacts(ref, PREFIX)]
+            arm(sum(sizes) / 2**20)
             with tempfile.TemporaryDirectory(prefix="numdiff-compare-") as folder:
                 local = mlflow.artifacts.download_artifacts(
                     run_id=ref, artifact_path=f"{PREFIX}/{RESULTS_PARQUET}", dst_path=folder
@@ -408,7 +502,11 @@ def log_comparison(
             "compare/n_improved": test["n_improved"],
         }
     )
-    with mlflow_run(run_name=f"compare {a[:8]} {b[:8]}", experiment_name=experiment_name) as run:
+    name = f"compare {a[:8]} {b[:8]}"
+    with (
+        deadline("log to MLflow"),
+        mlflow_run(run_name=name, experiment_name=experiment_name) as run,
+    ):
         mlflow.log_params({"compare/run_a": a, "compare/run_b": b})
         mlflow.log_metrics(metrics)
         mlflow.log_text(json.dumps(summary, indent=2), "compare/comparison.json")

@@ -144,6 +144,7 @@ def test_core_imports_only_the_core_and_no_mlflow_click_or_files(module: str) ->
         ("tracking", CORE),
         ("evaluate", CORE),
         ("pyfunc", CORE | {"tracking"}),
+        ("model_code", {"pyfunc"}),
         ("tables", {"errors"}),
         ("pandas_engine", CORE | {"tables"}),
         ("spark", CORE | {"tables"}),
@@ -182,7 +183,7 @@ def test_job_is_engine_neutral() -> None:
 
 def test_only_the_boundaries_import_mlflow_click_and_spark() -> None:
     users = {
-        "mlflow": {"tracking", "evaluate", "pyfunc", "tables"},
+        "mlflow": {"tracking", "evaluate", "pyfunc", "model_code", "tables"},
         "click": {"cli"},
         "pyspark": {"spark"},
         "py4j": {"spark"},

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -424,3 +425,195 @@ def test_full_disk_while_writing_the_report(tmp_path: Path, full_disk: Path) -> 
     )
     assert written(results) == [RESULTS]
     assert_complete(results, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrent jobs, the user's own files, signals, and servers that never answer
+
+
+@pytest.mark.slow
+def test_concurrent_jobs_on_one_results_folder_never_log_anothers_rows(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    """Four processes at once: each either logs exactly its own rows, or is refused (exit 2)."""
+    from mlflow import MlflowClient
+
+    folder = tmp_path / "shared"
+    sources = [
+        write_file(tmp_path / f"t{i}.csv", table(5000 + i).to_csv(index=False)) for i in range(4)
+    ]
+    processes = [
+        subprocess.Popen(
+            [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for source in sources
+    ]
+    outcomes = [(p.wait(timeout=BOUND), *p.communicate()) for p in processes]
+    assert any(code == 0 for code, _, _ in outcomes)
+    for i, (code, out, err) in enumerate(outcomes):
+        if code == 2:
+            assert "is in use by another numdiff job" in err, err
+            continue
+        assert code == 0, err
+        run_id = next(line.split()[1] for line in out.splitlines() if line.split()[:1] == ["run"])
+        logged = MlflowClient().download_artifacts(run_id, "numeric_diff/results.parquet")
+        assert len(pd.read_parquet(logged)) == 5000 + i  # its own rows, nobody else's
+
+
+def test_a_results_folder_in_use_is_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / "res"
+    folder.mkdir()
+    with open(folder / CLAIM, "a") as claim:
+        fcntl.flock(claim, fcntl.LOCK_EX)  # as a running job holds it
+        done = invoke("score", "--results-dir", str(folder))
+    one_line_error(done, 2, f"results folder {str(folder)!r} is in use by another numdiff job")
+
+
+@pytest.mark.parametrize("name", ["summary.md", "results.parquet", "report.html"])
+def test_a_users_file_in_the_results_folder_is_never_overwritten(name: str, tmp_path: Path) -> None:
+    mine = write_file(tmp_path / name, b"my own notes")
+    done = invoke("score", "--results-dir", str(tmp_path))
+    one_line_error(done, 2, f"holds {name!r}, which no numdiff job wrote")
+    assert mine.read_bytes() == b"my own notes"
+
+
+def test_the_input_is_never_overwritten_by_its_own_results(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    run_job(JobConfig(results_dir=str(first), track=False, plots=False))
+    before = (first / RESULTS).read_bytes()
+    args = ("score", str(first / RESULTS), "--results-dir", str(first))
+    done = invoke(*args, "--output-col", "output", "--expected-col", "expected")
+    one_line_error(done, 2, "is in the results folder")
+    assert (first / RESULTS).read_bytes() == before
+
+
+def test_an_earlier_jobs_outputs_are_removed_before_new_ones(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    assert (tmp_path / "summary.md").exists()
+    run_job(JobConfig(results_dir=str(tmp_path), track=False, plots=False))
+    assert written(tmp_path) == [RESULTS]  # no stale report beside the new results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signal_name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_while_scoring_leaves_no_partial_file(
+    signal_name: str, code: int, tmp_path: Path
+) -> None:
+    import signal
+
+    source = tmp_path / "big.csv"
+    table(2_000_000).to_csv(source, index=False)
+    folder = tmp_path / "res"
+    process = subprocess.Popen(
+        [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + BOUND
+    while not (folder / PARTIAL).exists() and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(getattr(signal, signal_name))
+    done = subprocess.CompletedProcess(
+        process.args, process.wait(timeout=BOUND), *process.communicate()
+    )
+    one_line_error(done, code, f"stopped by {signal_name}")
+    assert written(folder) == []
+
+
+@pytest.mark.parametrize(("value", "traceback"), [("0", False), ("false", False), ("1", True)])
+def test_numdiff_traceback_shows_a_traceback_only_when_asked(
+    value: str, traceback: bool, tmp_path: Path
+) -> None:
+    done = numdiff_process("score", str(tmp_path / "nope.csv"), env={"NUMDIFF_TRACEBACK": value})
+    assert done.returncode == 2
+    assert ("Traceback" in done.stderr) == traceback
+    assert done.stderr.strip().splitlines()[-1].startswith("numdiff: error: predictions file")
+
+
+def test_an_error_line_shows_control_bytes_as_escapes(tmp_path: Path) -> None:
+    done = invoke("score", str(tmp_path / "\x1b[31mred.csv"))
+    line = one_line_error(done, 2, "predictions file not found")
+    assert "\x1b" not in line and "\\x1b[31mred.csv" in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("score", "--experiment-name", "x" * 10_000, "--no-plots"),
+        ("log-model", "--name", "a/b"),
+    ],
+    ids=["long experiment name", "model name with a slash"],
+)
+def test_a_name_mlflow_refuses_is_bad_input(args: tuple[str, ...], tracking_uri: str) -> None:
+    import mlflow
+
+    done = invoke(*args)
+    one_line_error(done, 2)
+    assert mlflow.search_runs(search_all_experiments=True).empty  # no run left behind
+
+
+def _silent_server(trickle: bool) -> tuple[Any, str]:
+    """A server on loopback that accepts and then never answers (or trickles a byte a second)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        clients = []
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                clients.append(listener.accept()[0])
+            for client in clients if trickle else []:
+                with contextlib.suppress(OSError):
+                    client.sendall(b"H")
+            time.sleep(0.8)
+        for client in clients:
+            client.close()
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return stop, f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trickle", [False, True], ids=["hung", "trickling"])
+def test_a_server_that_never_answers_ends_in_exit_3_within_the_deadline(
+    trickle: bool, tmp_path: Path
+) -> None:
+    stop, url = _silent_server(trickle)
+    try:
+        start = time.monotonic()
+        done = numdiff_process(
+            "score",
+            "--no-plots",
+            "--results-dir",
+            str(tmp_path),
+            env={"MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACKING_TIMEOUT": "3"},
+        )
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+    one_line_error(done, 3, f"could not log to MLflow at {url}", "no answer within 3 s")
+    assert elapsed < 30  # the deadline, MLflow's import and the scoring; not minutes
+    assert (tmp_path / RESULTS).exists()
+
+
+@pytest.mark.slow
+def test_compare_against_a_server_that_is_down_is_exit_3(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    done = numdiff_process("compare", "0" * 32, "1" * 32, env={"MLFLOW_TRACKING_URI": url})
+    one_line_error(done, 3, f"at {url}")
+    assert time.monotonic() - start < 60

@@ -140,14 +140,15 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
     assert tuple(names[first : first + len(SCHEMA)]) == OPTION_NAMES  # together, in order
     for spec in SCHEMA:
         option = params[spec.name]
-        assert option.opts == ["--" + spec.name.replace("_", "-")]
+        flag = "--" + spec.name.replace("_", "-")
+        assert option.opts == [flag]
         assert option.default == spec.default and option.show_default
         assert option.help is not None and option.help.startswith(spec.help)
         if spec.kind is float:
             assert isinstance(option.type, click.types.FloatParamType)
             assert option.help.endswith(f"({spec.domain.removeprefix('a number ')})")
-        elif spec.kind is bool:
-            assert option.type is click.BOOL
+        elif spec.kind is bool:  # --x / --no-x
+            assert option.is_flag and option.secondary_opts == ["--no-" + flag[2:]]
         else:
             assert option.metavar == "[" + "|".join(spec.choices) + "]"
 
@@ -158,8 +159,9 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
     [
         ([], Options()),
         (["--decimal-comma"], Options(decimal_comma=True)),  # a plain flag
-        (["--decimal-comma", "false"], Options()),  # an explicit value, as MLproject passes
-        (["--decimal-comma", "true", "--pick", "last"], Options(decimal_comma=True, pick="last")),
+        (["--decimal-comma=false"], Options()),  # an explicit value, as the MLproject passes
+        (["--decimal-comma=true", "--pick", "last"], Options(decimal_comma=True, pick="last")),
+        (["--decimal-comma", "--no-decimal-comma"], Options()),
         (
             ["--threshold", "0.5", "--floor", "0", "--percent", "fraction"],
             Options(threshold=0.5, floor=0.0, percent="fraction"),

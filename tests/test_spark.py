@@ -348,7 +348,7 @@ def test_spark_job_honours_no_plots(spark: Any, tmp_path: Path) -> None:
     config = JobConfig(results_dir=str(out), track=False, plots=False)
     outcome = run_spark_job(config, spark)
     assert outcome.evaluation.reports == ()
-    assert sorted(p.name for p in out.iterdir()) == ["results.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".numdiff", "results.parquet"]
 
 
 def test_run_spark_job_end_to_end(

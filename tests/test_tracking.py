@@ -62,7 +62,7 @@ def test_params_are_the_options_and_columns_under_the_prefix(tmp_path: Path) -> 
     assert params(evaluation) == {
         "numeric_diff/threshold": "0.9",
         "numeric_diff/floor": "1.0",
-        "numeric_diff/decimal_comma": "False",
+        "numeric_diff/decimal_comma": "false",  # as the MLproject spells it
         "numeric_diff/pick": "last",
         "numeric_diff/percent": "keep",
         "numeric_diff/output_col": "output",
@@ -244,7 +244,7 @@ def test_load_results_of_a_local_parquet_file(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(loaded.frame, results)
     assert (loaded.source, dict(loaded.params), loaded.id_col) == (
         str(tmp_path / "results.parquet"),
-        {},
+        {"numeric_diff/id_col": ""},  # a file numdiff did not write records no id column
         None,
     )
 
@@ -253,7 +253,7 @@ def test_load_results_of_a_local_parquet_file(tmp_path: Path) -> None:
     ("make", "message"),
     [
         (lambda d: d / "missing.parquet", "results file not found: '{path}'"),
-        (lambda d: d, "results file not found: '{path}'"),  # a folder
+        (lambda d: d, "results file not found: '{path}'"),  # a folder with no .parquet file
         (
             lambda d: (d / "t.parquet").write_text("not parquet") and d / "t.parquet",
             "cannot read '{path}' as parquet: ",
