@@ -14,6 +14,7 @@ import pytest
 import numdiff_component
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 PACKAGE = ROOT / "numdiff_component"
 SHARED_SPEC = ROOT.parent / "shared" / "SPEC.md"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -238,3 +239,11 @@ def test_spark_api_is_there() -> None:
     for name in ("score_spark", "aggregate_spark", "load_spark_table", "SparkEngine"):
         assert re.search(rf"^(def|class) {name}\b", spark, re.M), name
         assert f"`{name}`" in ARCHITECTURE.read_text(encoding="utf-8")
+
+
+def test_every_test_the_readme_names_exists() -> None:
+    """The Guarantees cite the tests that hold them: each must be a test function there."""
+    cited = set(re.findall(r"tests/(test_\w+\.py)::(\w+)", README.read_text()))
+    assert cited
+    for file, name in sorted(cited):
+        assert f"def {name}(" in (ROOT / "tests" / file).read_text(), f"{file}::{name}"
