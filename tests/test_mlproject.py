@@ -13,6 +13,7 @@ import pytest
 import tomllib
 import yaml
 from mlflow import MlflowClient
+from mlflow.entities import Run
 
 from numdiff_component.cli import score
 from numdiff_component.options import SCHEMA, OptionSpec
@@ -68,7 +69,9 @@ def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
     assert sorted(pip) == sorted(deps)
 
 
-def _mlflow_run(*params: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _mlflow_run(
+    *params: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     args = [
         os.path.join(os.path.dirname(sys.executable), "mlflow"),
         "run",
@@ -78,7 +81,7 @@ def _mlflow_run(*params: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ]
     for param in params:
         args += ["-P", param]
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _run_id(output: str) -> str:
@@ -158,3 +161,46 @@ def test_cli_logs_to_a_real_tracking_server(mlflow_server: str, tmp_path: Path) 
     )
     artifacts = {f.path for f in client.list_artifacts(run_id, "numeric_diff")}
     assert {"numeric_diff/results.parquet", "numeric_diff/results.json"} <= artifacts
+
+
+def _only_run() -> Run:
+    """The one run of the test's experiment (the tracking_uri fixture's)."""
+    (run,) = MlflowClient().search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])
+    return run
+
+
+@pytest.mark.slow
+def test_mlflow_run_tags_why_a_step_failed(tracking_uri: str, tmp_path: Path) -> None:
+    """Under mlflow run every failure exits 1: the run's tags tell bad input from the gate."""
+    proc = _mlflow_run(f"predictions={tmp_path / 'missing.csv'}", cwd=tmp_path)
+    assert proc.returncode == 1
+    run = _only_run()
+    assert run.info.status == "FAILED"
+    tags = run.data.tags
+    assert "predictions file not found" in tags["numeric_diff.error"]
+    assert tags["numeric_diff.exit_code"] == "2" and "numeric_diff.gate" not in tags
+
+
+@pytest.mark.slow
+def test_mlflow_run_tags_a_failed_gate(tracking_uri: str, tmp_path: Path) -> None:
+    proc = _mlflow_run("fail_under=0.99", cwd=tmp_path)
+    assert proc.returncode == 1
+    run = _only_run()
+    assert run.info.status == "FAILED"
+    assert run.data.tags["numeric_diff.gate"] == "failed"
+    assert "numeric_diff.error" not in run.data.tags
+    assert run.data.metrics["numeric_diff/pass_rate"] < 0.99
+
+
+@pytest.mark.slow
+def test_mlflow_run_with_a_relative_store_fails_at_once(tmp_path: Path) -> None:
+    """A relative sqlite URI names another store in the project folder: refused, nothing left."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_EXPERIMENT")}
+    env["MLFLOW_TRACKING_URI"] = "sqlite:///mlflow.db"
+    assert not (ROOT / "mlflow.db").exists()
+    proc = _mlflow_run(cwd=tmp_path, env=env)
+    assert proc.returncode == 1
+    assert "is a relative path, which under `mlflow run` names another store" in proc.stderr
+    assert not (ROOT / "mlflow.db").exists()  # nothing left in the project folder
+    (run,) = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs(["0"])
+    assert run.info.status == "FAILED"  # the caller's store holds the failed run

@@ -210,18 +210,27 @@ def folder(tmp_path: Path, _empty_store: Path) -> tuple[Path, dict[str, str]]:
     return work, env
 
 
-def _run_script(block: Block, work: Path, env: dict[str, str]) -> None:
-    script = work.parent / f"readme_{block.line}.py"  # outside the folder the script sees
-    script.write_text(block.text, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(script)],
+def _run(
+    args: list[str], work: Path, env: dict[str, str], *, merged: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """``args`` in the block's folder, with no input (a command that asks for input fails,
+    never hangs); stderr merged into stdout unless ``merged`` is false."""
+    return subprocess.run(
+        args,
         cwd=work,
         env=env,
-        stdin=subprocess.DEVNULL,  # a command that asks for input fails, never hangs
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=TIMEOUT,
     )
+
+
+def _run_script(block: Block, work: Path, env: dict[str, str]) -> None:
+    script = work.parent / f"readme_{block.line}.py"  # outside the folder the script sees
+    script.write_text(block.text, encoding="utf-8")
+    done = _run([sys.executable, str(script)], work, env, merged=False)
     where = f"README.md:{block.line}"
     assert done.returncode == 0, f"{where}: the script failed:\n{done.stderr}"
     if block.expected is not None and not _matches(block.expected.text, done.stdout):
@@ -229,16 +238,7 @@ def _run_script(block: Block, work: Path, env: dict[str, str]) -> None:
 
 
 def _run_shell(block: Block, work: Path, env: dict[str, str]) -> None:
-    done = subprocess.run(
-        ["bash", "-e", "-c", block.text],
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    done = _run(["bash", "-e", "-c", block.text], work, env)
     assert done.returncode == 0, f"README.md:{block.line}: the commands failed:\n{done.stdout}"
 
 
@@ -261,16 +261,7 @@ def _run_session(block: Block, work: Path, env: dict[str, str]) -> None:
     pairs = transcript(block.text)
     # One bash for the whole session (so cd and export carry over), a mark after each command.
     script = "".join(f"{command}\nprintf '\\n%s\\n' '{_MARK}'\n" for command, _ in pairs)
-    done = subprocess.run(
-        ["bash", "-c", script],
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    done = _run(["bash", "-c", script], work, env)
     outputs = done.stdout.split(f"\n{_MARK}\n")
     for n, (command, want) in enumerate(pairs):
         got = outputs[n] if n < len(outputs) else ""

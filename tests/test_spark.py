@@ -35,7 +35,7 @@ from numdiff_component.spark import (
     spark_session,
 )
 from numdiff_component.tables import load_table
-from numdiff_component.tracking import metrics
+from numdiff_component.tracking import load_results, metrics
 
 pytestmark = pytest.mark.slow
 
@@ -388,6 +388,8 @@ def test_run_spark_job_end_to_end(
     want_aggregates = aggregate(want)
     assert outcome.evaluation.aggregates == pytest.approx(want_aggregates, rel=1e-12, nan_ok=True)
     assert spark.read.parquet(str(outcome.results_path)).count() == N
+    local = load_results(str(outcome.results_path))  # the folder, as compare reads it
+    assert local.id_col == "id" and len(local.frame) == N
 
     assert outcome.run_id is not None
     assert mlflow.get_tracking_uri().startswith("sqlite:")
