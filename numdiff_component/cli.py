@@ -388,12 +388,13 @@ def compare(
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
     summary: dict[str, Any] = {"a": run_a, "b": run_b, **to_json(comparison, limit or None)}
+    summary["options"] = {"a": a.options, "b": b.options}
     if log_run:
         summary["run_id"] = log_comparison(summary, run_a, run_b, experiment_name=experiment_name)
     if as_json:
         click.echo(json.dumps(summary))
         return
-    click.echo(format_text(comparison, run_a, run_b, limit or None))
+    click.echo(format_text(comparison, run_a, run_b, limit or None, (a.options, b.options)))
     if log_run:
         click.echo(f"\n  logged to run {summary['run_id']}")
 

@@ -46,8 +46,15 @@ def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
     }
 
 
-def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) -> str:
-    """The comparison as text for the terminal; row lists cut at ``limit`` rows."""
+def format_text(
+    comparison: Comparison,
+    a: str,
+    b: str,
+    limit: int | None = 20,
+    options: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {}),
+) -> str:
+    """The comparison as text for the terminal; row lists cut at ``limit`` rows. ``options``:
+    the options each side was scored with, as recorded (shown when known)."""
     summary = to_json(comparison, limit)
     how = f"by id column {comparison.matched_by!r}" if comparison.matched_by else "by row position"
     lines = [
@@ -55,6 +62,7 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
         f"  A  {visible(a)}",
         f"  B  {visible(b)}",
         f"  {len(comparison.rows):,} rows matched {how}",
+        *_options_lines(*options),
         "",
         f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
     ]
@@ -103,6 +111,20 @@ def format_text(comparison: Comparison, a: str, b: str, limit: int | None = 20) 
                 f"{_text_number('v', row['expected_value_b']):>12}"
             )
     return "\n".join(lines)
+
+
+def _options_lines(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    if not a and not b:
+        return []
+    if a == b:
+        return ["  options (A and B): " + ", ".join(f"{k} {visible(v)}" for k, v in a.items())]
+    differ = [k for k in {**a, **b} if a.get(k) != b.get(k)]
+    return [
+        "  options differ: "
+        + "; ".join(
+            f"{k} {visible(a.get(k, '?'))} in A, {visible(b.get(k, '?'))} in B" for k in differ
+        )
+    ]
 
 
 def _text_number(name: str, value: float | None, *, signed: bool = False) -> str:

@@ -44,6 +44,7 @@ from numdiff_component.tracking import (
     RESULTS_PARQUET,
     Evaluation,
     log_evaluation,
+    scoring_params,
 )
 
 ENGINES = ("pandas", "spark")
@@ -71,8 +72,9 @@ class JobConfig:
     fail_under: float | None = None  # the quality gate: pass rate at least this
 
     def results_metadata(self) -> dict[str, str]:
-        """What the results file records about how it was made (compare reads ``id_col``)."""
-        return {"numdiff.id_col": self.id_col or "", "numdiff.options": repr(self.options)}
+        """What the results file records of how it was made: the run's scoring params (compare
+        reads the id column and the options)."""
+        return scoring_params(self.options, self.output_col, self.expected_col, self.id_col)
 
 
 class Source(Protocol):
@@ -159,7 +161,10 @@ def results_folder(requested: str | None, input_path: str | None = None) -> Iter
                 "job its own --results-dir"
             ) from None
         claim.seek(0)
-        ours = set(json.loads(claim.read() or "[]"))
+        try:
+            ours = set(json.loads(claim.read() or "[]"))
+        except ValueError:  # not a claim numdiff wrote: then nothing here is a job's
+            ours = set()
         for name in OUTPUTS:
             path = folder / name
             if input_path is not None and path.exists() and path.samefile(input_path):

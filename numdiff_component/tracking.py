@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from numdiff_component.aggregate import pass_rate_stderr
 from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.options import Options
+from numdiff_component.options import OPTION_NAMES, Options
 
 PREFIX = "numeric_diff"
 RESULTS_PARQUET = "results.parquet"
@@ -272,15 +272,26 @@ class Evaluation:
 
 
 def params(evaluation: Evaluation) -> dict[str, str]:
-    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs;
-    booleans spelled as the MLproject spells them (``true``/``false``)."""
+    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs."""
+    return {
+        **scoring_params(
+            evaluation.options, evaluation.output_col, evaluation.expected_col, evaluation.id_col
+        ),
+        f"{PREFIX}/predictions": evaluation.source,
+        f"{PREFIX}/engine": evaluation.engine,
+    }
+
+
+def scoring_params(
+    options: Options, output_col: str, expected_col: str, id_col: str | None
+) -> dict[str, str]:
+    """How rows were scored, as params (and in a results file's metadata); booleans spelled as
+    the MLproject spells them (``true``/``false``)."""
     values: dict[str, Any] = {
-        **evaluation.options.as_dict(),
-        "output_col": evaluation.output_col,
-        "expected_col": evaluation.expected_col,
-        "id_col": evaluation.id_col or "",
-        "predictions": evaluation.source,
-        "engine": evaluation.engine,
+        **options.as_dict(),
+        "output_col": output_col,
+        "expected_col": expected_col,
+        "id_col": id_col or "",
     }
     return {
         f"{PREFIX}/{k}": str(v).lower() if isinstance(v, bool) else str(v)
@@ -423,6 +434,12 @@ class RunResults:
     def id_col(self) -> str | None:
         return self.params.get(f"{PREFIX}/id_col") or None
 
+    @property
+    def options(self) -> dict[str, str]:
+        """The scoring options it was made with, as recorded (empty when unknown)."""
+        recorded = {name: self.params.get(f"{PREFIX}/{name}") for name in OPTION_NAMES}
+        return {name: value for name, value in recorded.items() if value is not None}
+
 
 _NOT_THERE = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
 
@@ -474,8 +491,8 @@ def _local_results(path: Path, ref: str) -> RunResults:
     else:
         table = pq.read_table(path)
         recorded = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    id_col = recorded.get("numdiff.id_col") or ""
-    return RunResults(table.to_pandas(), ref, {f"{PREFIX}/id_col": id_col})
+    params = {k: v for k, v in recorded.items() if k.startswith(f"{PREFIX}/")}
+    return RunResults(table.to_pandas(), ref, params)
 
 
 def log_comparison(

@@ -278,3 +278,18 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
     summary = json.loads(done.stdout)
     assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
     assert [r["id"] for r in summary["regressed"]] == ["item-0004"]
+
+
+def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> None:
+    from numdiff_component.job import JobConfig, run_job
+    from numdiff_component.options import Options
+
+    for name, options in (("a", Options()), ("b", Options(pick="last", threshold=0.9))):
+        config = JobConfig(results_dir=str(tmp_path / name), options=options, track=False)
+        run_job(config)
+    a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
+    text = invoke("compare", a_file, b_file).stdout
+    assert "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B" in text
+    summary = json.loads(invoke("compare", a_file, b_file, "--json").stdout)
+    assert summary["options"]["b"]["pick"] == "last" and summary["options"]["a"]["pick"] == "first"
+    assert "options (A and B): threshold 0.99" in invoke("compare", a_file, a_file).stdout

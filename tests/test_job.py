@@ -131,4 +131,5 @@ def test_results_file_records_its_id_column(tmp_path: Path) -> None:
     source = str(write_table(TABLE, tmp_path / "preds.csv"))
     run_job(JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), track=False))
     metadata = pq.read_schema(tmp_path / "results.parquet").metadata
-    assert metadata[b"numdiff.id_col"] == b"id"
+    assert metadata[b"numeric_diff/id_col"] == b"id"
+    assert metadata[b"numeric_diff/threshold"] == b"0.99"  # the options, as the run params
