@@ -124,10 +124,10 @@ def align(
     only_b = ids_b.difference(ids_a, sort=False)
     if len(only_a) or len(only_b):
         if sorted(map(str, ids_a)) == sorted(map(str, ids_b)):
-            kinds = [type(ids[0]).__name__ for ids in (ids_a, ids_b)]
             raise InputError(
-                f"the ids in {id_col!r} differ only in type ({kinds[0]} in A, {kinds[1]} in B, "
-                f"e.g. {ids_a[0]!r} and {ids_b[0]!r}); store them with one type on both sides"
+                f"the ids in {id_col!r} differ only in type ({ids_a.inferred_type} in A, "
+                f"{ids_b.inferred_type} in B, e.g. {ids_a.tolist()[0]!r} and "
+                f"{ids_b.tolist()[0]!r}); store them with one type on both sides"
             )
         examples = [
             f"{len(ids):,} only in {side}" + (f" (e.g. {ids[0]!r})" if len(ids) else "")

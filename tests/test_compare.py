@@ -14,7 +14,7 @@ import pytest
 from numdiff_component import InputError, score_frame
 from numdiff_component.compare import align, compare_results, mcnemar_p_value
 from numdiff_component.compare_render import to_json
-from tests.conftest import invoke, one_line_error
+from tests.conftest import invoke, numdiff_process, one_line_error
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
@@ -293,3 +293,29 @@ def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> 
     summary = json.loads(invoke("compare", a_file, b_file, "--json").stdout)
     assert summary["options"]["b"]["pick"] == "last" and summary["options"]["a"]["pick"] == "first"
     assert "options (A and B): threshold 0.99" in invoke("compare", a_file, a_file).stdout
+
+
+def test_ids_that_differ_only_in_type_are_named() -> None:
+    a = results(["1", "2", "3"], ["1", "2", "3"], ["1", "2", "3"])
+    b = a.assign(id=[1, 2, 3])
+    with pytest.raises(InputError, match=r"differ only in type \(string in A, integer in B, e.g. '1' and 1\)"):
+        compare_results(a, b, id_col="id")
+
+
+@pytest.mark.parametrize("passed", [["True", "False", "True"], [1, 0, 1]], ids=["text", "ints"])
+def test_a_passed_column_that_is_not_true_or_false_is_refused(passed: list[object]) -> None:
+    a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
+    b = a.assign(passed=passed)  # "False" would count as passed if read as a truth value
+    with pytest.raises(InputError, match="'passed' column of run B must hold True or False"):
+        compare_results(a, b, id_col="id")
+
+
+@pytest.mark.slow
+def test_compare_of_runs_leaves_no_temporary_copy(
+    scored_runs_a_b: tuple[str, str], tmp_path: Path
+) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    done = numdiff_process("compare", *scored_runs_a_b, env={"TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    assert list(temp.iterdir()) == []
