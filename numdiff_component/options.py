@@ -1,4 +1,4 @@
-"""The five scoring options, validated once in one immutable object."""
+"""The eight scoring options, validated once in one immutable object."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ from typing import Any, Literal
 
 from numdiff_component.errors import OptionError
 
-Pick = Literal["first", "last"]
+Pick = Literal["first", "last", "answer"]
 Percent = Literal["keep", "fraction"]
+Scale = Literal["none", "words"]
+Thousands = Literal["comma", "any"]
 
-PICKS = ("first", "last")
+PICKS = ("first", "last", "answer")
 PERCENTS = ("keep", "fraction")
+SCALES = ("none", "words")
+THOUSANDS = ("comma", "any")
 
 
 def _number(name: str, value: Any, allowed: str, low: float, high: float) -> float:
@@ -33,7 +37,7 @@ class Options:
     >>> Options(pick="middle")
     Traceback (most recent call last):
     ...
-    numdiff_component.errors.OptionError: pick must be one of 'first', 'last', got 'middle'
+    numdiff_component.errors.OptionError: pick must be one of 'first', 'last', 'answer', got 'middle'
     """
 
     threshold: float = 0.99
@@ -41,6 +45,9 @@ class Options:
     decimal_comma: bool = False
     pick: Pick = "first"
     percent: Percent = "keep"
+    scale: Scale = "none"
+    thousands: Thousands = "comma"
+    fractions: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -49,9 +56,15 @@ class Options:
         if not isinstance(self.decimal_comma, bool):
             raise OptionError(f"decimal_comma must be True or False, got {self.decimal_comma!r}")
         if self.pick not in PICKS:
-            raise OptionError(f"pick must be one of 'first', 'last', got {self.pick!r}")
+            raise OptionError(f"pick must be one of 'first', 'last', 'answer', got {self.pick!r}")
         if self.percent not in PERCENTS:
             raise OptionError(f"percent must be one of 'keep', 'fraction', got {self.percent!r}")
+        if self.scale not in SCALES:
+            raise OptionError(f"scale must be one of 'none', 'words', got {self.scale!r}")
+        if self.thousands not in THOUSANDS:
+            raise OptionError(f"thousands must be one of 'comma', 'any', got {self.thousands!r}")
+        if not isinstance(self.fractions, bool):
+            raise OptionError(f"fractions must be True or False, got {self.fractions!r}")
 
     @classmethod
     def of(cls, options: Options | None = None, **overrides: Any) -> Options:
@@ -70,4 +83,13 @@ class Options:
         return asdict(self)
 
 
-OPTION_NAMES = ("threshold", "floor", "decimal_comma", "pick", "percent")
+OPTION_NAMES = (
+    "threshold",
+    "floor",
+    "decimal_comma",
+    "pick",
+    "percent",
+    "scale",
+    "thousands",
+    "fractions",
+)

@@ -34,37 +34,129 @@ SIGNS = "+-\u2212"
 MINUS = "-\u2212"
 _MARK = "\ue000"  # private-use marker put before each token to find the last one
 
+# SPEC §1.1: the extra grouping separators of thousands="any" (one per token), the scale words.
+_EXTRA_SEPARATORS = (" ", "\u00a0", "\u202f", "\u2009", "'", "\u2019", "\\,")
+_SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+_SCALES |= {"thousand": 1e3, "million": 1e6, "billion": 1e9, "bn": 1e9, "trillion": 1e12}
+_SCALES |= {"tn": 1e12}
+
+
+def _any_case(word: str) -> str:
+    """An ASCII any-case pattern (``[aA][nN]...``): plain ``(?i)`` also folds ``K`` and ``ſ``."""
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
+# Longer words first; single letters case-sensitive. Same text for `re` and RE2.
+_SCALE_WORDS = "|".join(
+    [_any_case(w) for w in ("thousand", "million", "billion", "trillion", "bn", "tn")]
+    + ["k", "K", "M", "B", "T"]
+)
+
 
 def _separators(decimal_comma: bool) -> tuple[str, str]:
     return (".", ",") if decimal_comma else (",", ".")
 
 
-def _token_parts(decimal_comma: bool) -> tuple[str, str, str, str]:
-    group, point = (re.escape(s) for s in _separators(decimal_comma))
-    grouped = rf"[0-9]{{1,3}}(?:{group}[0-9]{{3}})+"
+def _group_separators(opts: Options) -> tuple[str, ...]:
+    group = _separators(opts.decimal_comma)[0]
+    return (group, *_EXTRA_SEPARATORS) if opts.thousands == "any" else (group,)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a pattern both `re` and RE2 read (RE2 rejects ``re.escape``'s ``\\ ``)."""
+    return "".join(f"\\{c}" if c in ".\\{}" else c for c in text)
+
+
+def _token_parts(decimal_comma: bool, opts: Options | None = None) -> tuple[str, str, str, str]:
+    """``grouped`` (without its not-followed-by-digit rule), ``fraction``, ``exponent``, point."""
+    seps = _group_separators(opts) if opts is not None else _separators(decimal_comma)[:1]
+    point = _literal(_separators(decimal_comma)[1])
+    runs = "|".join(f"(?:{_literal(sep)}[0-9]{{3}})+" for sep in seps)  # one separator per token
+    grouped = rf"[0-9]{{1,3}}(?:{runs})"
     fraction = rf"{point}[0-9]*"
     exponent = "[eE][+\\-\u2212]?[0-9]+"  # a real U+2212: RE2 reads no \u escapes
     return grouped, fraction, exponent, point
 
 
+def _frac_regex(decimal_comma: bool) -> str:
+    r"""``\frac{N}{M}`` (and ``\dfrac``, ``\tfrac``): groups ``fn``, ``fm``; M is not zero.
+
+    ``0*[1-9]`` finds M's first non-zero digit without ambiguity (no backtracking blow-up).
+    """
+    point = _literal(_separators(decimal_comma)[1])
+    number = rf"[0-9]+(?:{point}[0-9]*)?"
+    nonzero = rf"0*[1-9][0-9]*(?:{point}[0-9]*)?|0+{point}0*[1-9][0-9]*"
+    return rf"\\[dt]?frac\{{[ \t]*(?P<fn>{number})[ \t]*\}}\{{[ \t]*(?P<fm>{nonzero})[ \t]*\}}"
+
+
 # --- the plain path -------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=2)
-def _python_token(decimal_comma: bool) -> re.Pattern[str]:
-    grouped, fraction, exponent, point = _token_parts(decimal_comma)
-    return re.compile(
+def _python_token(opts: Options) -> re.Pattern[str]:
+    return _python_token_for(opts.decimal_comma, opts.thousands, opts.fractions)
+
+
+@lru_cache(maxsize=8)
+def _python_token_for(decimal_comma: bool, thousands: str, fractions: bool) -> re.Pattern[str]:
+    """The token of SPEC §1 (and §1.1's grouping and fractions) as a Python pattern."""
+    opts = Options(decimal_comma=decimal_comma, thousands=thousands, fractions=fractions)  # type: ignore[arg-type]
+    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
+    decimal = (
         rf"(?:{grouped}(?![0-9])|[0-9]+)(?:{fraction})?(?:{exponent})?"
         rf"|{point}[0-9]+(?:{exponent})?"
     )
+    if not opts.fractions:
+        return re.compile(decimal)
+    # Tried first at each position: \frac{N}{M}, then A/B (B not zero; dates are no fraction).
+    slash = r"(?<![0-9/])(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)(?![0-9]|/[0-9])"
+    return re.compile(rf"{_frac_regex(opts.decimal_comma)}|{slash}|{decimal}")
 
 
-_PERCENT_AFTER = re.compile(r"[ \t]*%")
+_PERCENT_AFTER = re.compile(r"[ \t]*\\?%")
+_SCALE_AFTER = re.compile(rf"[ \t]*({_SCALE_WORDS})")
+_LATEX_COMMAS = ("{,}", ",\\!")  # read as "," before anything else with thousands="any"
+
+# An answer marker (SPEC §1.1); the last one found left to right decides.
+_ANSWER = _any_case("answer")
+_MARKERS = re.compile(
+    rf"\\boxed\{{|\\fbox\{{|####"
+    rf"|(?<![A-Za-z]){_ANSWER}[ \t]*(?::|=|{_any_case('is')}(?![A-Za-z])(?:[ \t]*:)?)"
+)
+_BRACE = re.compile(r"[{}]")
+
+
+def _answer_span(text: str) -> str | None:
+    """The text after the last answer marker (to its closing brace after a box), or ``None``."""
+    last = deque(_MARKERS.finditer(text), maxlen=1)
+    if not last:
+        return None
+    start = last[0].end()
+    if not last[0].group().startswith("\\"):
+        return text[start:]
+    depth = 1  # a counter scan over the braces only: linear, whatever the nesting
+    for brace in _BRACE.finditer(text, start):
+        depth += 1 if brace.group() == "{" else -1
+        if depth == 0:
+            return text[start : brace.start()]
+    return text[start:]  # unclosed: to the end
 
 
 def _token_value(token: str, decimal_comma: bool) -> float:
     group, point = _separators(decimal_comma)
-    return float(token.replace(group, "").replace(point, ".").replace("\u2212", "-"))
+    token = token.replace("\\,", "")  # a LaTeX thin-space separator, before the comma goes
+    for separator in (group, *_EXTRA_SEPARATORS[:-1]):
+        token = token.replace(separator, "")
+    return float(token.replace(point, ".").replace("\u2212", "-"))
+
+
+def _number(match: re.Match[str], decimal_comma: bool) -> float:
+    """The number of a token: a fraction N/M, A/B, or a grouped decimal."""
+    if match.lastgroup in ("fn", "fm"):
+        numerator, denominator = match.group("fn", "fm")
+        return _token_value(numerator, decimal_comma) / _token_value(denominator, decimal_comma)
+    if match.lastgroup in ("sa", "sb"):
+        return float(match.group("sa")) / float(match.group("sb"))
+    return _token_value(match.group(), decimal_comma)
 
 
 def _sign_belongs(text: str, start: int) -> bool:
@@ -76,22 +168,38 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def parse_text(text: str, options: Options) -> float | None:
-    """The number in ``text`` by the grammar above, or ``None``."""
-    tokens = _python_token(options.decimal_comma).finditer(text)
-    if options.pick == "first":
-        match = next(tokens, None)
-    else:
-        last = deque(tokens, maxlen=1)
-        match = last[0] if last else None
+def _value(text: str, match: re.Match[str] | None, options: Options) -> float | None:
+    """The value of a token of ``text``: its number, sign, scale word, percent (SPEC §1.1)."""
     if match is None:
         return None
-    value = _token_value(match.group(), options.decimal_comma)
-    if options.percent == "fraction" and _PERCENT_AFTER.match(text, match.end()):
-        value = value / 100
+    value = _number(match, options.decimal_comma)
     if _sign_belongs(text, match.start()) and text[match.start() - 1] in MINUS:
         value = -value
+    end = match.end()
+    if options.scale == "words":
+        word = _SCALE_AFTER.match(text, end)
+        if word and not text[word.end() : word.end() + 1].isalnum():
+            value = value * _SCALES[word[1] if len(word[1]) == 1 else word[1].lower()]
+            end = word.end()
+    if options.percent == "fraction" and _PERCENT_AFTER.match(text, end):
+        value = value / 100
     return _finite_or_none(value)
+
+
+def parse_text(text: str, options: Options) -> float | None:
+    """The number in ``text`` by the grammar above, or ``None``."""
+    if options.thousands == "any":
+        for latex in _LATEX_COMMAS:
+            text = text.replace(latex, ",")
+    token = _python_token(options)
+    if options.pick == "answer":
+        span = _answer_span(text)
+        if span is not None:  # read as if the span were the whole text
+            return _value(span, token.search(span), options)
+    if options.pick == "first":
+        return _value(text, token.search(text), options)
+    last = deque(token.finditer(text), maxlen=1)  # "last", and "answer" with no marker
+    return _value(text, last[0] if last else None, options)
 
 
 def _is_missing(value: Any) -> bool:

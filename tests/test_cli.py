@@ -109,7 +109,7 @@ BAD_INPUTS = {
     "pick out of domain": (
         lambda d: "",
         ["--pick", "middle"],
-        "pick must be one of 'first', 'last', got 'middle'",
+        "pick must be one of 'first', 'last', 'answer', got 'middle'",
     ),
     "percent out of domain": (
         lambda d: "",

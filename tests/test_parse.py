@@ -88,7 +88,7 @@ def test_spec_examples(value: object, options: dict, expected: float | None) -> 
         ({"floor": -1}, "floor must be a number >= 0, got -1"),
         ({"floor": float("nan")}, "floor must be a number >= 0, got nan"),
         ({"decimal_comma": "yes"}, "decimal_comma must be True or False, got 'yes'"),
-        ({"pick": "middle"}, "pick must be one of 'first', 'last', got 'middle'"),
+        ({"pick": "middle"}, "pick must be one of 'first', 'last', 'answer', got 'middle'"),
         ({"percent": "ratio"}, "percent must be one of 'keep', 'fraction', got 'ratio'"),
         ({"treshold": 0.5}, "unknown option 'treshold'"),
     ],
