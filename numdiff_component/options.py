@@ -34,10 +34,10 @@ class Options:
 
     >>> Options(threshold=0.9).threshold
     0.9
-    >>> Options(pick="middle")
+    >>> Options(scale="si")
     Traceback (most recent call last):
     ...
-    numdiff_component.errors.OptionError: pick must be one of 'first', 'last', 'answer', got 'middle'
+    numdiff_component.errors.OptionError: scale must be one of 'none', 'words', got 'si'
     """
 
     threshold: float = 0.99

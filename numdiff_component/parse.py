@@ -42,7 +42,7 @@ _SCALES |= {"tn": 1e12}
 
 
 def _any_case(word: str) -> str:
-    """An ASCII any-case pattern (``[aA][nN]...``): plain ``(?i)`` also folds ``K`` and ``ſ``."""
+    """An ASCII any-case pattern (``[aA][nN]...``): ``(?i)`` also folds the Kelvin sign, long s."""
     return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
 
 
@@ -253,7 +253,7 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
         rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
     )
     before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
-    return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*%)|[^0-9]|$)"
+    return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
 
 
 def _lead_regex(opts: Options) -> str:
@@ -266,7 +266,7 @@ def _lead_regex(opts: Options) -> str:
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(_separators(opts.decimal_comma)[0])
-    pct = "(?P<pct>[ \t]*%)?" if opts.percent == "fraction" else ""
+    pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
     return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}"
 
 
@@ -435,6 +435,212 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     return _signed_values(pre, values, pct, opts), matched & ~found
 
 
+# --- the vectorised path of SPEC §1.1 -------------------------------------------------------
+#
+# The same grammar in RE2, which has no look-around. Each look-around of the plain path is
+# replaced by something exact: grouped's "last group not followed by a digit" is checked on the
+# character after the match (`_read`); the scale word's "not followed by a letter or digit" too;
+# the markers' "not preceded / followed by an ASCII letter" by a consumed character or a span
+# that must start with a non-letter. The A/B rules that look around (dates) and a grouped token
+# right before a \frac are not expressed: rows holding them go to the plain path (`_hard_regex`),
+# as do boxes nested more than three deep. Only those rows are read one by one.
+
+
+def _classic(opts: Options) -> bool:
+    return (
+        opts.pick != "answer"
+        and opts.scale == "none"
+        and opts.thousands == "comma"
+        and not opts.fractions
+    )
+
+
+def _re2_token(opts: Options) -> str:
+    """The token alternatives in the plain path's order, without their look-arounds."""
+    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
+    token = (
+        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent})?"
+        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    )
+    if opts.fractions:
+        token = rf"{_frac_regex(opts.decimal_comma)}|(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)|{token}"
+    return token
+
+
+def _re2_scan(opts: Options) -> str:
+    """Each token left to right without overlap (a grouped one takes the non-digit after it)."""
+    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
+    scan = (
+        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent}|[^0-9]|$)"
+        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    )
+    if opts.fractions:
+        frac = _frac_regex(opts.decimal_comma).replace("?P<fn>", "").replace("?P<fm>", "")
+        scan = rf"{frac}|[0-9]+/0*[1-9][0-9]*|{scan}"
+    return scan
+
+
+def _read_regex(opts: Options, *, leading: bool) -> str:
+    """The first token with ``pre`` (its sign), ``scale``, ``pct`` and ``nx``, the next char."""
+    before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
+    scale = rf"(?P<scale>[ \t]*(?:{_SCALE_WORDS}))?" if opts.scale == "words" else ""
+    pct = r"(?P<pct>[ \t]*\\?%)?" if opts.percent == "fraction" else ""
+    return rf"(?s){before}(?P<tok>{_re2_token(opts)}){scale}{pct}(?P<nx>.|$)"
+
+
+def _hard_regex(opts: Options) -> str | None:
+    """Rows the RE2 patterns may read differently: A/B next to another slash and digits (where
+    the plain path looks around), a grouped token right before a \frac (the scan takes the \\)."""
+    return r"/[0-9]+/[0-9]|[0-9]{3}\\[dt]?frac\{" if opts.fractions else None
+
+
+def _answer_regex() -> str:
+    """The last answer marker (greedy ``.*`` before it) and the text after it.
+
+    Only a ``####`` run can overlap itself; its last marker and the rightmost one differ by
+    leading ``#``, which no token reads. ``span_is`` keeps the character after ``is``, which
+    must not be an ASCII letter; a ``:`` kept there changes no reading either.
+    """
+    answer = rf"(?:^|[^A-Za-z]){_ANSWER}[ \t]*"
+    return (
+        rf"(?s)^.*(?:(?:(?P<box>\\boxed\{{|\\fbox\{{)|####|{answer}[:=])(?P<span>.*)"
+        rf"|{answer}{_any_case('is')}(?P<span_is>(?:[^A-Za-z].*)?))$"
+    )
+
+
+# The box's text up to the brace that closes it (two nested levels inside), or to the end.
+_BOX_REGEX = r"(?s)^(?P<in>(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)(?:\}|$)"
+
+
+def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
+    return pc.replace_with_mask(strings, pa.array(rows), new)
+
+
+def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
+    separators = _group_separators(opts)
+    if len(separators) == 1:
+        return _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, separators[0])))
+    pattern = "|".join(_literal(sep) for sep in sorted(separators, key=len, reverse=True))
+    grouped = _mask(pc.match_substring_regex(tok, pattern))
+    if grouped.any():
+        tok = _replace_rows(
+            tok, grouped, pc.replace_substring_regex(tok.filter(grouped), pattern, "")
+        )
+    return _to_float(tok, opts.decimal_comma, np.zeros(len(tok), bool))
+
+
+def _field(parts: pa.StructArray, name: str) -> pa.Array | None:
+    return parts.field(name) if parts.type.get_field_index(name) >= 0 else None
+
+
+def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.ndarray:
+    """Values of the first token of each string (no nulls), by `_read_regex`; NaN where none.
+
+    With ``head`` (the text before each string), each string starts with its token.
+    """
+    parts = pc.extract_regex(text, _read_regex(opts, leading=head is not None))
+    found = _mask(parts.is_valid())
+    parts = parts.filter(found)
+    tok, nx = parts.field("tok"), parts.field("nx")
+    # A grouped token followed by a digit (RE2 took one group too many): drop that group.
+    short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
+    if short.any():
+        seps = "|".join(_literal(sep) for sep in _group_separators(opts))
+        cut = pc.replace_substring_regex(tok.filter(short), f"(?:{seps})[0-9]{{3}}$", "")
+        tok = _replace_rows(tok, short, cut)
+    values = np.full(len(tok), np.nan)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
+        _numbers_of(parts, tok, nx, values, opts)
+    signs = head.filter(found) if head is not None else parts.field("pre")
+    out = np.full(len(text), np.nan)
+    out[found] = _signed_values(signs, values, _field(parts, "pct"), opts)
+    return out
+
+
+def _numbers_of(
+    parts: pa.StructArray, tok: pa.Array, nx: pa.Array, values: np.ndarray, opts: Options
+) -> None:
+    """Fill ``values``: each token's number times its scale word (SPEC §1.1), no sign."""
+    fraction = np.zeros(len(tok), bool)
+    for a, b in (("fn", "fm"), ("sa", "sb")):
+        numerator = _field(parts, a)
+        if numerator is None:
+            continue
+        rows = _mask(pc.greater(pc.utf8_length(numerator), 0))
+        if rows.any():
+            top = _decimal_values(numerator.filter(rows), opts)
+            values[rows] = top / _decimal_values(parts.field(b).filter(rows), opts)
+            fraction |= rows
+    values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
+    pct = _field(parts, "pct")
+    scale = _field(parts, "scale")
+    if scale is not None:
+        has = np.asarray(pc.utf8_length(scale)) > 0
+        with_pct = has & (np.asarray(pc.utf8_length(pct)) > 0 if pct is not None else False)
+        valid = has & (with_pct | ~_alnum_mask(nx))  # the word ends before a non-alnum
+        if valid.any():
+            word = pc.utf8_ltrim(scale.filter(valid), " \t")
+            key = pc.if_else(pc.greater(pc.utf8_length(word), 1), pc.utf8_lower(word), word)
+            factors = np.array(list(_SCALES.values()))
+            values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(_SCALES))))]
+
+
+def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the last token of each string (no nulls, no `_MARK`); NaN where none."""
+    marked = pc.replace_substring_regex(text, _re2_scan(opts), _MARK + r"\0")
+    split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
+    found = _mask(split.is_valid())
+    split = split.filter(found)
+    head = pc.replace_substring(split.field("head"), _MARK, "")
+    out = np.full(len(text), np.nan)
+    out[found] = _read(pc.replace_substring(split.field("tail"), _MARK, ""), opts, head)
+    return out
+
+
+def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
+    original = text
+    out = np.full(len(text), np.nan)
+    rows = _mask(text.is_valid())
+    if opts.thousands == "any":
+        for latex in _LATEX_COMMAS:
+            text = pc.replace_substring(text, latex, ",")
+    hard = np.zeros(len(text), bool)
+    hard_regex = _hard_regex(opts)
+    if hard_regex:
+        hard |= _mask(pc.match_substring_regex(text, hard_regex))
+    if opts.pick != "first":  # the scan's marker already in the text
+        hard |= _mask(pc.match_substring(text, _MARK))
+    rows &= ~hard
+    if opts.pick == "answer":
+        index = np.flatnonzero(rows)
+        parts = pc.extract_regex(text.filter(rows), _answer_regex())
+        marked = _mask(parts.is_valid())
+        parts = parts.filter(marked)
+        span = pc.binary_join_element_wise(parts.field("span"), parts.field("span_is"), "")
+        box = np.asarray(pc.utf8_length(parts.field("box"))) > 0
+        if box.any():
+            inside = pc.extract_regex(span.filter(box), _BOX_REGEX)
+            closed = _mask(inside.is_valid())
+            hard[index[marked][box][~closed]] = True  # deeper nesting: the plain path
+            box_rows = np.flatnonzero(box)
+            span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
+            keep = np.ones(len(span), bool)
+            keep[box_rows[~closed]] = False
+            span, marked_index = span.filter(keep), index[marked][keep]
+        else:
+            marked_index = index[marked]
+        out[marked_index] = _read(span, opts)
+        rows[index[marked]] = False
+    if rows.any():
+        strings = text.filter(rows)
+        out[rows] = _read(strings, opts) if opts.pick == "first" else _read_last(strings, opts)
+    for i in np.flatnonzero(hard):
+        value = parse_text(original[i].as_py(), opts)
+        out[i] = np.nan if value is None else value
+    return out
+
+
 def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array (nulls allowed); NaN where no number.
 
@@ -442,6 +648,13 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     """
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, opts)
+    if not _classic(opts):
+        if out is None:
+            return _parse_general(text, opts)
+        rest = valid & ~np.isfinite(out)
+        if rest.any():
+            out[rest] = _parse_general(text.filter(rest), opts)
+        return out
     if out is None:
         out, rest = _parse_lead(text, opts)
     else:
