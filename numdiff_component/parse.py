@@ -542,8 +542,12 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
     found = _mask(parts.is_valid())
     parts = parts.filter(found)
     tok, nx = parts.field("tok"), parts.field("nx")
-    # A grouped token followed by a digit (RE2 took one group too many): drop that group.
+    # A grouped token right before a digit (RE2 took one group too many): drop that group.
     short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
+    for name in ("scale", "pct"):  # nx is then after the word or the %, not after the token
+        after = _field(parts, name)
+        if after is not None:
+            short &= np.asarray(pc.utf8_length(after)) == 0
     if short.any():
         seps = "|".join(_literal(sep) for sep in _group_separators(opts))
         cut = pc.replace_substring_regex(tok.filter(short), f"(?:{seps})[0-9]{{3}}$", "")

@@ -126,6 +126,7 @@ READING_EDGES = [
     ("1/2 million", {"scale": "words", "fractions": True}, 500000.0),
     ("1e308 trillion", {"scale": "words"}, None),  # not finite
     ("1,234k", {"scale": "words"}, 1234000.0),
+    ("1.234 B12", {"scale": "words", "decimal_comma": True}, 1234.0),  # a digit after the word
     ("1\u00a0234\u202f567", {"thousands": "any"}, 1234.0),  # one separator per token
     ("1\u2009234\u2009567", {"thousands": "any"}, 1234567.0),
     ("1\u2019234", {"thousands": "any"}, 1234.0),
