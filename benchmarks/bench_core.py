@@ -42,6 +42,41 @@ PROSE = [
 ]
 
 
+STEPS = [
+    "First, {a} plus {b} makes {c}. ",
+    "Then we multiply by {b} to get {c}. ",
+    "There were {a} apples and {b} pears at the start. ",
+    "Each box holds {b} items, so {a} boxes hold {c}. ",
+    "Subtracting {a} from {c} leaves {b}. ",
+    "The price rose by {b}% over {a} years. ",
+    "So far we have {c} in total, which we check again carefully. ",
+]
+ENDINGS = [
+    "Therefore, the answer is {x}.",
+    "#### {x}",
+    "Final answer: {x}",
+    "So the final answer is $\\boxed{{{x}}}$.",
+    "The answer is: \\boxed{{{x}}}",
+    "Putting it together gives {x}.",
+    "That leaves {x} for the last step.",
+]
+
+
+def cot_column(rng: np.random.Generator, n: int) -> list[str]:
+    """Chain-of-thought answers of about 400 characters: reasoning with numbers, then the answer
+    after a marker (most rows), in a box (some) or as the last number (the rest)."""
+    a, b = rng.integers(2, 500, n), rng.integers(2, 50, n)
+    x = [f"{v:,}" if v > 9999 else str(v) for v in rng.integers(0, 100_000, n).tolist()]
+    steps = rng.integers(0, len(STEPS), (n, 9)).tolist()
+    endings = rng.integers(0, len(ENDINGS), n).tolist()
+    rows = []
+    for i in range(n):
+        nums = {"a": a[i], "b": b[i], "c": a[i] * b[i]}
+        body = "".join(STEPS[k].format(**nums) for k in steps[i])
+        rows.append(body + ENDINGS[endings[i]].format(x=x[i]))
+    return rows
+
+
 def _numbers(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
     mags = 10.0 ** rng.uniform(-3, 6, n)
     signs = rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
@@ -72,7 +107,7 @@ def prose_column(rng: np.random.Generator, n: int) -> list[str]:
 
 def frame(kind: str, n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    make = clean_column if kind == "clean" else prose_column
+    make = {"clean": clean_column, "prose": prose_column, "cot": cot_column}[kind]
     return pd.DataFrame({"output": make(rng, n), "expected": make(rng, n)})
 
 

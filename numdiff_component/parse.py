@@ -494,18 +494,70 @@ def _hard_regex(opts: Options) -> str | None:
     return r"/[0-9]+/[0-9]|[0-9]{3}\\[dt]?frac\{" if opts.fractions else None
 
 
-def _answer_regex() -> str:
-    """The last answer marker (greedy ``.*`` before it) and the text after it.
+def _reversed_answer_regex() -> str:
+    """The last answer marker, found in the reversed text: ``r`` (and ``c``) is the reversed span.
 
-    Only a ``####`` run can overlap itself; its last marker and the rightmost one differ by
-    leading ``#``, which no token reads. ``span_is`` keeps the character after ``is``, which
-    must not be an ASCII letter; a ``:`` kept there changes no reading either.
+    Reversed, the last marker is the first, and RE2 stops there instead of matching the whole
+    text. It is the marker that ends last: only a ``####`` run can overlap itself, and its markers
+    differ by leading ``#``, which no token reads. After ``is`` (``c``, its reversed last
+    character) the span must start with a non-letter; a ``:`` kept there changes no reading.
+    ``ans`` is the word answer, ``ctx`` the character before it (empty at the start).
     """
-    answer = rf"(?:^|[^A-Za-z]){_ANSWER}[ \t]*"
+    is_ = _any_case("si")
     return (
-        rf"(?s)^.*(?:(?:(?P<box>\\boxed\{{|\\fbox\{{)|####|{answer}[:=])(?P<span>.*)"
-        rf"|{answer}{_any_case('is')}(?P<span_is>(?:[^A-Za-z].*)?))$"
+        rf"(?s)(?P<r>.*?)(?:(?P<box>\{{dexob\\|\{{xobf\\)|####"
+        rf"|(?:[:=][ \t]*|(?P<c>[^A-Za-z]){is_}[ \t]*|^{is_}[ \t]*)"
+        rf"(?P<ans>{_any_case('rewsna')})(?P<ctx>[^A-Za-z]|$))"
     )
+
+
+# Any answer marker (a cheap test, no groups).
+_ANY_MARKER = (
+    rf"\\boxed\{{|\\fbox\{{|####"
+    rf"|(?:^|[^A-Za-z]){_ANSWER}[ \t]*(?:[:=]|{_any_case('is')}(?:[^A-Za-z]|$))"
+)
+
+
+def _reversed_last_regex(opts: Options) -> str:
+    """The reversed text from its end to the character before the run that holds the last token.
+
+    Every character a token can hold is in ``chars``; the run of them around the last digit
+    starts after a character that no token holds (``ctx``), so tokens found from there are the
+    text's.
+    """
+    chars = "0-9.,eE+\\-\u2212"
+    if opts.thousands == "any":
+        chars += " \u00a0\u202f\u2009'\u2019\\\\"
+    if opts.fractions:
+        chars += "/\\\\{}dtfrac \t"
+    return rf"(?s)^(?P<r>[^0-9]*[0-9][{chars}]*(?P<ctx>[^{chars}]|$))"
+
+
+_TAIL = 100  # characters: most answers end within them
+
+
+def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> list[pa.Array]:
+    """Groups ``names`` of ``pattern`` on each reversed string; null where it does not match.
+
+    Only the last `_TAIL` characters are reversed and searched first. A longer row is searched
+    again whole when that found nothing, or when ``ctx`` matched at the cut (empty and ``ans``
+    or ``r`` not): there the cut, not the text, ended the match.
+    """
+    parts = pc.extract_regex(pc.utf8_reverse(pc.utf8_slice_codeunits(text, -_TAIL)), pattern)
+    fields = [pc.struct_field(parts, name) for name in names]
+    long = np.asarray(pc.utf8_length(text)) > _TAIL
+    if long.any():
+        ctx = pc.struct_field(parts, "ctx")
+        word = pc.struct_field(parts, "ans" if "ans" in names else "r")
+        at_cut = _mask(pc.equal(ctx, "")) & _mask(pc.greater(pc.utf8_length(word), 0))
+        again = long & (~_mask(parts.is_valid()) | at_cut)
+        if again.any():
+            more = pc.extract_regex(pc.utf8_reverse(text.filter(again)), pattern)
+            fields = [
+                _replace_rows(f, again, pc.struct_field(more, name))
+                for f, name in zip(fields, names, strict=True)
+            ]
+    return fields
 
 
 # The box's text up to the brace that closes it (two nested levels inside), or to the end.
@@ -530,7 +582,12 @@ def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
 
 
 def _field(parts: pa.StructArray, name: str) -> pa.Array | None:
-    return parts.field(name) if parts.type.get_field_index(name) >= 0 else None
+    """A group of a match (null where the row did not match), if the pattern has it."""
+    return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
+
+
+def _lengths(strings: pa.Array) -> np.ndarray:
+    return np.asarray(pc.utf8_length(strings).fill_null(0))
 
 
 def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.ndarray:
@@ -538,16 +595,23 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
 
     With ``head`` (the text before each string), each string starts with its token.
     """
+    return _read_tokens(text, opts, head)[0]
+
+
+def _read_tokens(
+    text: pa.Array, opts: Options, head: pa.Array | None = None
+) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """`_read`, with the rows where a token was found and those tokens."""
+    # Rows with no token stay in (nulls in every group), which is cheaper than filtering.
     parts = pc.extract_regex(text, _read_regex(opts, leading=head is not None))
     found = _mask(parts.is_valid())
-    parts = parts.filter(found)
-    tok, nx = parts.field("tok"), parts.field("nx")
+    tok, nx = pc.struct_field(parts, "tok"), pc.struct_field(parts, "nx")
     # A grouped token right before a digit (RE2 took one group too many): drop that group.
     short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
     for name in ("scale", "pct"):  # nx is then after the word or the %, not after the token
         after = _field(parts, name)
         if after is not None:
-            short &= np.asarray(pc.utf8_length(after)) == 0
+            short &= _lengths(after) == 0
     if short.any():
         seps = "|".join(_literal(sep) for sep in _group_separators(opts))
         cut = pc.replace_substring_regex(tok.filter(short), f"(?:{seps})[0-9]{{3}}$", "")
@@ -555,10 +619,8 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
     values = np.full(len(tok), np.nan)
     with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
         _numbers_of(parts, tok, nx, values, opts)
-    signs = head.filter(found) if head is not None else parts.field("pre")
-    out = np.full(len(text), np.nan)
-    out[found] = _signed_values(signs, values, _field(parts, "pct"), opts)
-    return out
+    signs = head if head is not None else pc.struct_field(parts, "pre").fill_null("")
+    return _signed_values(signs, values, _field(parts, "pct"), opts), found, tok
 
 
 def _numbers_of(
@@ -570,17 +632,17 @@ def _numbers_of(
         numerator = _field(parts, a)
         if numerator is None:
             continue
-        rows = _mask(pc.greater(pc.utf8_length(numerator), 0))
+        rows = _lengths(numerator) > 0
         if rows.any():
             top = _decimal_values(numerator.filter(rows), opts)
-            values[rows] = top / _decimal_values(parts.field(b).filter(rows), opts)
+            values[rows] = top / _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
             fraction |= rows
     values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
     pct = _field(parts, "pct")
     scale = _field(parts, "scale")
     if scale is not None:
-        has = np.asarray(pc.utf8_length(scale)) > 0
-        with_pct = has & (np.asarray(pc.utf8_length(pct)) > 0 if pct is not None else False)
+        has = _lengths(scale) > 0
+        with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
         valid = has & (with_pct | ~_alnum_mask(nx))  # the word ends before a non-alnum
         if valid.any():
             word = pc.utf8_ltrim(scale.filter(valid), " \t")
@@ -601,44 +663,99 @@ def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
+def _digits(strings: pa.Array) -> np.ndarray:
+    return np.asarray(pc.count_substring_regex(strings, "[0-9]"))
+
+
+def _only_token(strings: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the first token, and the rows they settle: no token, or a first token holding
+    every digit of its string (no other token can follow, so it is also the last)."""
+    values, found, tok = _read_tokens(strings, opts)
+    return values, ~found | (_digits(tok.fill_null("")) == _digits(strings))
+
+
+def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the last token of each string (no nulls, no `_MARK`); NaN where none.
+
+    Tiers: a short text with one token; else the run around the last digit, found from the end
+    (`_reversed_search`), with one token; else the scan (`_read_last`) over that run.
+    """
+    out = np.full(len(strings), np.nan)
+    short = np.asarray(pc.utf8_length(strings)) <= _TAIL
+    rest = ~short
+    if short.any():
+        index = np.flatnonzero(short)
+        values, settled = _only_token(strings if short.all() else strings.filter(short), opts)
+        out[index[settled]] = values[settled]
+        rest[index[~settled]] = True
+    if rest.any():
+        index = np.flatnonzero(rest)
+        (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
+        found = _mask(around.is_valid())
+        around, index = pc.utf8_reverse(around.filter(found)), index[found]
+        values, settled = _only_token(around, opts)
+        out[index[settled]] = values[settled]
+        if not settled.all():
+            out[index[~settled]] = _read_last(around.filter(~settled), opts)
+    return out
+
+
+def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
+    r, c, box = _reversed_search(text, _reversed_answer_regex(), ("r", "c", "box", "ans"))[:3]
+    marked = _mask(r.is_valid())
+    r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
+    span = pc.utf8_reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
+    box = np.asarray(pc.utf8_length(box)) > 0
+    deep = np.zeros(len(span), bool)
+    if box.any():
+        inside = pc.extract_regex(span.filter(box), _BOX_REGEX)
+        deep[box] = ~_mask(inside.is_valid())
+        span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
+    return marked, span, deep
+
+
+def _special_regex(opts: Options) -> str:
+    """Rows that need a look before the RE2 patterns: LaTeX commas, `_MARK`, `_hard_regex`."""
+    special = ["\\x{e000}"]
+    if opts.thousands == "any":
+        special += [_literal(latex) for latex in _LATEX_COMMAS]
+    hard = _hard_regex(opts)
+    return "|".join([*special, hard] if hard else special)
+
+
 def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
     original = text
     out = np.full(len(text), np.nan)
     rows = _mask(text.is_valid())
-    if opts.thousands == "any":
-        for latex in _LATEX_COMMAS:
-            text = pc.replace_substring(text, latex, ",")
     hard = np.zeros(len(text), bool)
-    hard_regex = _hard_regex(opts)
-    if hard_regex:
-        hard |= _mask(pc.match_substring_regex(text, hard_regex))
-    if opts.pick != "first":  # the scan's marker already in the text
-        hard |= _mask(pc.match_substring(text, _MARK))
+    special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+    if special.any():  # one cheap pass; the rest only on the few rows that need it
+        some = text.filter(special)
+        if opts.thousands == "any":
+            for latex in _LATEX_COMMAS:
+                some = pc.replace_substring(some, latex, ",")
+            text = _replace_rows(text, special, some)
+        mark = "\\x{e000}" if opts.pick != "first" else None  # the scan's own marker
+        hard_regex = "|".join(filter(None, [_hard_regex(opts), mark]))
+        if hard_regex:
+            hard[special] = _mask(pc.match_substring_regex(some, hard_regex))
     rows &= ~hard
-    if opts.pick == "answer":
-        index = np.flatnonzero(rows)
-        parts = pc.extract_regex(text.filter(rows), _answer_regex())
-        marked = _mask(parts.is_valid())
-        parts = parts.filter(marked)
-        span = pc.binary_join_element_wise(parts.field("span"), parts.field("span_is"), "")
-        box = np.asarray(pc.utf8_length(parts.field("box"))) > 0
-        if box.any():
-            inside = pc.extract_regex(span.filter(box), _BOX_REGEX)
-            closed = _mask(inside.is_valid())
-            hard[index[marked][box][~closed]] = True  # deeper nesting: the plain path
-            box_rows = np.flatnonzero(box)
-            span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
-            keep = np.ones(len(span), bool)
-            keep[box_rows[~closed]] = False
-            span, marked_index = span.filter(keep), index[marked][keep]
-        else:
-            marked_index = index[marked]
-        out[marked_index] = _read(span, opts)
-        rows[index[marked]] = False
-    if rows.any():
-        strings = text.filter(rows)
-        out[rows] = _read(strings, opts) if opts.pick == "first" else _read_last(strings, opts)
+    index = np.flatnonzero(rows)
+    strings = text if len(index) == len(text) else text.filter(rows)
+    if opts.pick == "first":
+        out[index] = _read(strings, opts)
+    else:
+        if opts.pick == "answer":
+            has = _mask(pc.match_substring_regex(strings, _ANY_MARKER))
+            if has.any():
+                marked, span, deep = _answer_spans(strings.filter(has))
+                found = index[has][marked]
+                hard[found[deep]] = True  # the plain path reads those
+                out[found[~deep]] = _read(span.filter(~deep), opts)
+                index, strings = index[~has], strings.filter(~has)
+        out[index] = _last_values(strings, opts)
     for i in np.flatnonzero(hard):
         value = parse_text(original[i].as_py(), opts)
         out[i] = np.nan if value is None else value

@@ -6,6 +6,7 @@ import itertools
 import math
 import os
 from decimal import Decimal
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import numdiff_component.parse as parse_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
 
 SPEC_EXAMPLES = [
@@ -280,8 +282,10 @@ reading_options = st.builds(
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=st.lists(st.one_of(reading_texts, texts, st.none()), max_size=25), data=st.data())
 def test_vectorised_equals_plain_with_every_reading(values: list[str | None], data) -> None:
-    for options in [data.draw(reading_options), *(data.draw(reading_options) for _ in "xy")]:
-        assert _same(parse_column(values, options), _plain(values, options)), options
+    # A short tail puts the cut of `_reversed_search` inside markers and numbers.
+    with mock.patch.object(parse_module, "_TAIL", data.draw(st.sampled_from([100, 1, 2, 5]))):
+        for options in [data.draw(reading_options), *(data.draw(reading_options) for _ in "xy")]:
+            assert _same(parse_column(values, options), _plain(values, options)), options
 
 
 def test_every_combination_of_readings_on_a_fixed_table() -> None:
@@ -295,7 +299,9 @@ def test_every_combination_of_readings_on_a_fixed_table() -> None:
         [False, True],
     ):
         options = Options(**dict(zip(_READING_NAMES, combination, strict=True)))
-        assert _same(parse_column(values, options), _plain(values, options)), options
+        plain = _plain(values, options)
+        assert _same(parse_column(values, options), plain), options
+        assert _same(parse_column(pa.array(values, pa.large_string()), options), plain), options
 
 
 _READING_NAMES = ("decimal_comma", "pick", "percent", "scale", "thousands", "fractions")
