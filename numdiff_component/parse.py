@@ -256,7 +256,7 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
     return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
 
 
-def _lead_regex(opts: Options) -> str:
+def _lead_regex(opts: Options, *, single: bool = False) -> str:
     """RE2 pattern for a cheap read of the token at the first digit (anchored, nothing after it).
 
     Groups: ``pre``, all the text before the first digit; ``tok``, the digits and grouping
@@ -267,7 +267,10 @@ def _lead_regex(opts: Options) -> str:
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(_separators(opts.decimal_comma)[0])
     pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
-    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}"
+    if opts.scale == "words":  # with ``nx``, the character after, as in `_read_regex`
+        pct = rf"(?P<scale>[ \t]*(?:{_SCALE_WORDS}))?{pct}(?P<nx>[^0-9]?)"
+    end = "[^0-9]*$" if single else ""  # single: no digit after the token (one digit run)
+    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}{end}"
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -408,16 +411,20 @@ def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     return values.to_numpy(zero_copy_only=False, writable=True)
 
 
-def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+def _parse_lead(
+    text: pa.Array, opts: Options, *, single: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
 
     Exact because the leftmost token starts at the first digit unless a point stands right
     before it, and reads as that digit run when the run has no separator or a clean grouped
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
-    has no digit, so no number: NaN, and read.
+    has no digit, so no number: NaN, and read. With ``single`` (for SPEC §1.1), only texts
+    with one digit run match, the others are all handed on: there no fraction can form and no
+    other separator can join a group, so every option reads that run as the grammar does.
     """
     group, point = _separators(opts.decimal_comma)
-    parts = pc.extract_regex(text, _lead_regex(opts))
+    parts = pc.extract_regex(text, _lead_regex(opts, single=single))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
     found = matched & (_last_byte(pre) != ord(point))
@@ -426,13 +433,15 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
-    if opts.pick == "last":
+    if opts.pick == "last" and not single:
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
+    with np.errstate(over="ignore"):  # inf is caught by `parse_column`
+        _apply_scale(values, parts)
     pct = parts.field("pct") if opts.percent == "fraction" else None
-    return _signed_values(pre, values, pct, opts), matched & ~found
+    return _signed_values(pre, values, pct, opts), (~found if single else matched & ~found)
 
 
 # --- the vectorised path of SPEC §1.1 -------------------------------------------------------
@@ -595,16 +604,8 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
 
     With ``head`` (the text before each string), each string starts with its token.
     """
-    return _read_tokens(text, opts, head)[0]
-
-
-def _read_tokens(
-    text: pa.Array, opts: Options, head: pa.Array | None = None
-) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """`_read`, with the rows where a token was found and those tokens."""
     # Rows with no token stay in (nulls in every group), which is cheaper than filtering.
     parts = pc.extract_regex(text, _read_regex(opts, leading=head is not None))
-    found = _mask(parts.is_valid())
     tok, nx = pc.struct_field(parts, "tok"), pc.struct_field(parts, "nx")
     # A grouped token right before a digit (RE2 took one group too many): drop that group.
     short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
@@ -618,14 +619,12 @@ def _read_tokens(
         tok = _replace_rows(tok, short, cut)
     values = np.full(len(tok), np.nan)
     with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
-        _numbers_of(parts, tok, nx, values, opts)
+        _numbers_of(parts, tok, values, opts)
     signs = head if head is not None else pc.struct_field(parts, "pre").fill_null("")
-    return _signed_values(signs, values, _field(parts, "pct"), opts), found, tok
+    return _signed_values(signs, values, _field(parts, "pct"), opts)
 
 
-def _numbers_of(
-    parts: pa.StructArray, tok: pa.Array, nx: pa.Array, values: np.ndarray, opts: Options
-) -> None:
+def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: Options) -> None:
     """Fill ``values``: each token's number times its scale word (SPEC §1.1), no sign."""
     fraction = np.zeros(len(tok), bool)
     for a, b in (("fn", "fm"), ("sa", "sb")):
@@ -638,17 +637,22 @@ def _numbers_of(
             values[rows] = top / _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
             fraction |= rows
     values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
-    pct = _field(parts, "pct")
-    scale = _field(parts, "scale")
-    if scale is not None:
-        has = _lengths(scale) > 0
-        with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
-        valid = has & (with_pct | ~_alnum_mask(nx))  # the word ends before a non-alnum
-        if valid.any():
-            word = pc.utf8_ltrim(scale.filter(valid), " \t")
-            key = pc.if_else(pc.greater(pc.utf8_length(word), 1), pc.utf8_lower(word), word)
-            factors = np.array(list(_SCALES.values()))
-            values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(_SCALES))))]
+    _apply_scale(values, parts)
+
+
+def _apply_scale(values: np.ndarray, parts: pa.StructArray) -> None:
+    """Multiply by the scale word (group ``scale``) where it ends before a non-alnum."""
+    scale, pct = _field(parts, "scale"), _field(parts, "pct")
+    if scale is None:
+        return
+    has = _lengths(scale) > 0
+    with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
+    valid = has & (with_pct | ~_alnum_mask(pc.struct_field(parts, "nx")))
+    if valid.any():
+        word = pc.utf8_ltrim(scale.filter(valid), " \t")
+        key = pc.if_else(pc.greater(pc.utf8_length(word), 1), pc.utf8_lower(word), word)
+        factors = np.array(list(_SCALES.values()))
+        values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(_SCALES))))]
 
 
 def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
@@ -663,40 +667,24 @@ def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
-def _digits(strings: pa.Array) -> np.ndarray:
-    return np.asarray(pc.count_substring_regex(strings, "[0-9]"))
-
-
-def _only_token(strings: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
-    """Values of the first token, and the rows they settle: no token, or a first token holding
-    every digit of its string (no other token can follow, so it is also the last)."""
-    values, found, tok = _read_tokens(strings, opts)
-    return values, ~found | (_digits(tok.fill_null("")) == _digits(strings))
-
-
 def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
     """Values of the last token of each string (no nulls, no `_MARK`); NaN where none.
 
-    Tiers: a short text with one token; else the run around the last digit, found from the end
-    (`_reversed_search`), with one token; else the scan (`_read_last`) over that run.
+    Tiers: a text with one digit run (`_parse_lead`); else the run of token characters around
+    the last digit, found from the end (`_reversed_search`), read the same way when it holds one
+    digit run, else by the scan (`_read_last`).
     """
-    out = np.full(len(strings), np.nan)
-    short = np.asarray(pc.utf8_length(strings)) <= _TAIL
-    rest = ~short
-    if short.any():
-        index = np.flatnonzero(short)
-        values, settled = _only_token(strings if short.all() else strings.filter(short), opts)
-        out[index[settled]] = values[settled]
-        rest[index[~settled]] = True
+    last = Options.of(opts, pick="last")
+    out, rest = _parse_lead(strings, last, single=True)
     if rest.any():
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
         found = _mask(around.is_valid())
         around, index = pc.utf8_reverse(around.filter(found)), index[found]
-        values, settled = _only_token(around, opts)
-        out[index[settled]] = values[settled]
-        if not settled.all():
-            out[index[~settled]] = _read_last(around.filter(~settled), opts)
+        values, again = _parse_lead(around, last, single=True)
+        out[index] = values
+        if again.any():
+            out[index[again]] = _read_last(around.filter(again), opts)
     return out
 
 
@@ -724,13 +712,31 @@ def _special_regex(opts: Options) -> str:
     return "|".join([*special, hard] if hard else special)
 
 
+def _special_bytes(opts: Options) -> bytes:
+    """A byte that each match of `_special_regex` holds (the first byte of `_MARK`, ...)."""
+    return (
+        b"\xee" + (b"{\\" if opts.thousands == "any" else b"") + (b"/\\" if opts.fractions else b"")
+    )
+
+
+def _may_hold(strings: pa.Array, chars: bytes) -> bool:
+    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
+    data = strings.buffers()[2]
+    if data is None:
+        return False
+    buffer = np.frombuffer(data, np.uint8)
+    return any(bool((buffer == byte).any()) for byte in set(chars))
+
+
 def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
     original = text
     out = np.full(len(text), np.nan)
     rows = _mask(text.is_valid())
     hard = np.zeros(len(text), bool)
-    special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+    special = np.zeros(len(text), bool)
+    if _may_hold(text, _special_bytes(opts)):
+        special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
     if special.any():  # one cheap pass; the rest only on the few rows that need it
         some = text.filter(special)
         if opts.thousands == "any":
