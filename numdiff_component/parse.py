@@ -256,7 +256,7 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
     return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
 
 
-def _lead_regex(opts: Options, *, single: bool = False) -> str:
+def _lead_regex(opts: Options) -> str:
     """RE2 pattern for a cheap read of the token at the first digit (anchored, nothing after it).
 
     Groups: ``pre``, all the text before the first digit; ``tok``, the digits and grouping
@@ -267,10 +267,7 @@ def _lead_regex(opts: Options, *, single: bool = False) -> str:
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(_separators(opts.decimal_comma)[0])
     pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
-    if opts.scale == "words":  # with ``nx``, the character after, as in `_read_regex`
-        pct = rf"(?P<scale>[ \t]*(?:{_SCALE_WORDS}))?{pct}(?P<nx>[^0-9]?)"
-    end = "[^0-9]*$" if single else ""  # single: no digit after the token (one digit run)
-    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}{end}"
+    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}"
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -411,20 +408,18 @@ def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     return values.to_numpy(zero_copy_only=False, writable=True)
 
 
-def _parse_lead(
-    text: pa.Array, opts: Options, *, single: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
 
     Exact because the leftmost token starts at the first digit unless a point stands right
     before it, and reads as that digit run when the run has no separator or a clean grouped
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
-    has no digit, so no number: NaN, and read. With ``single`` (for SPEC §1.1), only texts
-    with one digit run match, the others are all handed on: there no fraction can form and no
-    other separator can join a group, so every option reads that run as the grammar does.
+    has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
+    of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
+    group; a row with a scale word after a digit or point is handed on.
     """
     group, point = _separators(opts.decimal_comma)
-    parts = pc.extract_regex(text, _lead_regex(opts, single=single))
+    parts = pc.extract_regex(text, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
     found = matched & (_last_byte(pre) != ord(point))
@@ -433,15 +428,15 @@ def _parse_lead(
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
-    if opts.pick == "last" and not single:
+    if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+    if opts.scale == "words":
+        found &= ~_mask(pc.match_substring_regex(text, rf"[0-9.,][ \t]*(?:{_SCALE_WORDS})"))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
-    with np.errstate(over="ignore"):  # inf is caught by `parse_column`
-        _apply_scale(values, parts)
     pct = parts.field("pct") if opts.percent == "fraction" else None
-    return _signed_values(pre, values, pct, opts), (~found if single else matched & ~found)
+    return _signed_values(pre, values, pct, opts), matched & ~found
 
 
 # --- the vectorised path of SPEC §1.1 -------------------------------------------------------
@@ -675,13 +670,13 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
     digit run, else by the scan (`_read_last`).
     """
     last = Options.of(opts, pick="last")
-    out, rest = _parse_lead(strings, last, single=True)
+    out, rest = _parse_lead(strings, last)
     if rest.any():
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
         found = _mask(around.is_valid())
         around, index = pc.utf8_reverse(around.filter(found)), index[found]
-        values, again = _parse_lead(around, last, single=True)
+        values, again = _parse_lead(around, last)
         out[index] = values
         if again.any():
             out[index[again]] = _read_last(around.filter(again), opts)
