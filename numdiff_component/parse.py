@@ -663,7 +663,7 @@ def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
 
 
 def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
-    """Values of the last token of each string (no nulls, no `_MARK`); NaN where none.
+    """Values of the last token of each string (no `_MARK`); NaN where none.
 
     Tiers: a text with one digit run (`_parse_lead`); else the run of token characters around
     the last digit, found from the end (`_reversed_search`), read the same way when it holds one
@@ -748,15 +748,17 @@ def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
     if opts.pick == "first":
         out[index] = _read(strings, opts)
     else:
+        marked = np.zeros(len(index), bool)
         if opts.pick == "answer":
-            has = _mask(pc.match_substring_regex(strings, _ANY_MARKER))
-            if has.any():
-                marked, span, deep = _answer_spans(strings.filter(has))
-                found = index[has][marked]
+            marked = _mask(pc.match_substring_regex(strings, _ANY_MARKER))
+            if marked.any():
+                has, span, deep = _answer_spans(strings.filter(marked))
+                found = index[marked][has]
                 hard[found[deep]] = True  # the plain path reads those
                 out[found[~deep]] = _read(span.filter(~deep), opts)
-                index, strings = index[~has], strings.filter(~has)
-        out[index] = _last_values(strings, opts)
+        # Marked rows are hidden (nulls sharing the buffers), not filtered out (a copy).
+        values = _last_values(_nulls_where(strings, marked) if marked.any() else strings, opts)
+        out[index[~marked]] = values[~marked]
     for i in np.flatnonzero(hard):
         value = parse_text(original[i].as_py(), opts)
         out[i] = np.nan if value is None else value
