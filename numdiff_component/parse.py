@@ -21,6 +21,7 @@ import re
 from collections import deque
 from decimal import Decimal
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -858,4 +859,49 @@ def parse_column(values: Any, options: Options | None = None, **overrides: Any) 
         return np.where(np.isfinite(numbers), numbers, np.nan)
     out = _parse_strings(array, opts)
     out[np.isinf(out)] = np.nan  # a token too large for a float
+    return out
+
+
+def _count_tokens(text: str, opts: Options, at_most: int = 2) -> int:
+    """How many numeric tokens ``text`` holds (counting stops at ``at_most``)."""
+    if opts.thousands == "any":
+        for latex in _LATEX_COMMAS:
+            text = text.replace(latex, ",")
+    return len(list(islice(_python_token(opts).finditer(text), at_most)))
+
+
+def several_numbers(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:
+    """Whether each value is text holding two or more numeric tokens (by the options' grammar).
+
+    Tells where ``pick="first"`` may read another number than the answer. ``False`` for
+    missing values and for values that are not text.
+
+    >>> several_numbers(["3 apples and 4 pears", "42", "1,234.5", None, 7]).tolist()
+    [True, False, False, False, False]
+    >>> several_numbers(["3/4", "1 234"], fractions=True, thousands="any").tolist()
+    [False, False]
+    """
+    opts = Options.of(options, **overrides)
+    array = _as_arrow(values)
+    if array is None or not (
+        pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+    ):
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
+        return np.array([isinstance(v, str) and _count_tokens(v, opts) == 2 for v in items], bool)
+    text = array
+    if opts.thousands == "any" and _may_hold(text, b"{\\"):
+        for latex in _LATEX_COMMAS:
+            text = pc.replace_substring(text, latex, ",")
+    # At most one digit run: at most one token. The others are counted by the scan, except the
+    # rows it may cut differently (`_hard_regex`, or holding `_MARK`): those one by one.
+    rest = ~_mask(pc.match_substring_regex(text, "^[^0-9]*(?:[0-9]+[^0-9]*)?$"))
+    out = np.zeros(len(text), bool)
+    hard_regex = "|".join(filter(None, [_hard_regex(opts), "\\x{e000}"]))
+    hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
+    rest &= ~hard
+    if rest.any():
+        marked = pc.replace_substring_regex(text.filter(rest), _re2_scan(opts), _MARK)
+        out[rest] = np.asarray(pc.count_substring(marked, _MARK)) >= 2
+    for i in np.flatnonzero(hard):
+        out[i] = _count_tokens(array[i].as_py(), opts) == 2
     return out

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import numdiff_component.parse as parse_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
+from numdiff_component.parse import several_numbers
 
 SPEC_EXAMPLES = [
     # (value, options, number read)
@@ -370,3 +371,45 @@ def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
     column = pd.read_parquet(tmp_path / "f.parquet")["output"]
     for pick in ("first", "last"):
         assert parse_column(column, pick=pick).tolist() == [3.0, -3.0] * 3
+
+
+# --- several_numbers: where pick="first" may read another number than the answer ----------
+
+
+def _several_plain(values: list[object], options: Options) -> np.ndarray:
+    return np.array(
+        [isinstance(v, str) and parse_module._count_tokens(v, options) == 2 for v in values], bool
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "options", "expected"),
+    [
+        ("3 apples and 4 pears", {}, True),
+        ("42", {}, False),
+        ("1,234.5e-3", {}, False),
+        ("no number", {}, False),
+        ("3/4", {}, True),
+        ("3/4", {"fractions": True}, False),
+        ("12/05/2023", {"fractions": True}, True),
+        ("\\frac{1}{2}", {"fractions": True}, False),
+        ("1 234", {}, True),
+        ("1 234", {"thousands": "any"}, False),
+        ("1{,}234", {"thousands": "any"}, False),
+        ("1,5", {"decimal_comma": True}, False),
+        ("COVID-19", {}, False),
+        (None, {}, False),
+        (7, {}, False),
+        (3.5, {}, False),
+    ],
+)
+def test_several_numbers(value: object, options: dict, expected: bool) -> None:
+    assert several_numbers([value], **options).tolist() == [expected]
+    assert several_numbers(pd.Series([value, "x"], dtype=object), **options)[0] == expected
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(reading_texts, texts, st.none()), max_size=25), data=st.data())
+def test_several_numbers_vectorised_equals_plain(values: list[str | None], data) -> None:
+    for options in [data.draw(reading_options), data.draw(reading_options)]:
+        assert several_numbers(values, options).tolist() == _several_plain(values, options).tolist()
