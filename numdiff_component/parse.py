@@ -883,11 +883,11 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     """
     opts = Options.of(options, **overrides)
     array = _as_arrow(values)
-    if array is None or not (
-        pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
-    ):
+    if array is None:  # Python objects of mixed types: one by one
         items = values.tolist() if hasattr(values, "tolist") else list(values)
         return np.array([isinstance(v, str) and _count_tokens(v, opts) == 2 for v in items], bool)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return np.zeros(len(array), bool)  # numbers, booleans, nulls: no text
     text = array
     if opts.thousands == "any" and _may_hold(text, b"{\\"):
         for latex in _LATEX_COMMAS:
