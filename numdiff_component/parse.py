@@ -7,11 +7,17 @@ swapped by ``decimal_comma``)::
              | P D+ exponent?
     exponent = [eE] [+-\N{MINUS SIGN}]? D+
 
+With the readings of SPEC §1.1, ``G`` may also be one of `_EXTRA_SEPARATORS`, and a token may
+be ``\frac{N}{M}`` or ``A/B``, followed by a scale word; ``pick="answer"`` reads the span after
+the last answer marker.
+
 `parse_number` reads one value with Python's ``re`` (the plain path, easy to check against the
 spec). `parse_column` reads a whole column with pyarrow compute (RE2, linear time) and numpy, in
 tiers, each exact for the rows it keeps and handing the others on: Arrow's float cast when the
 whole column is plain numbers; else one cheap anchored pattern for the token at the first digit;
-else the full grammar. Differential property tests prove the two paths equal.
+else the full grammar. With §1.1's readings, the last marker and the last token are looked for
+from the end of the text (`_parse_general`). Differential property tests prove the two paths
+equal. `several_numbers` tells which texts hold more than one token.
 """
 
 from __future__ import annotations
