@@ -501,7 +501,8 @@ def _read_regex(opts: Options, *, leading: bool) -> str:
 
 def _hard_regex(opts: Options) -> str | None:
     """Rows the RE2 patterns may read differently: A/B next to another slash and digits (where
-    the plain path looks around), a grouped token right before a \frac (the scan takes the \\)."""
+    the plain path looks around), a grouped token right before a ``\\frac`` (the scan takes
+    the backslash)."""
     return r"/[0-9]+/[0-9]|[0-9]{3}\\[dt]?frac\{" if opts.fractions else None
 
 
