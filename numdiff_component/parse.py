@@ -285,14 +285,9 @@ def _clean_group_regex(decimal_comma: bool) -> str:
 
 
 def _single_token_regex(opts: Options) -> str:
-    """Texts with no digit after the `_lead_regex` token: that token is also the last one.
-
-    With scale words, also no letter that may start one right after it, nor a point or comma
-    (which would let a shorter token match): those texts are handed on.
-    """
+    """Texts with no digit after the `_lead_regex` token: that token is also the last one."""
     lead = _lead_regex(Options(decimal_comma=opts.decimal_comma))
-    end = "[^0-9]*$" if opts.scale == "none" else "[ \t]*(?:[^0-9 \t.,tTmMbBkK][^0-9]*)?$"
-    return lead.replace("(?P<pre>", "(?:").replace("(?P<tok>", "(?:") + end
+    return lead.replace("(?P<pre>", "(?:").replace("(?P<tok>", "(?:") + "[^0-9]*$"
 
 
 def _scan_regex(decimal_comma: bool) -> str:
@@ -428,7 +423,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
     has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
     of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
-    group; a row where a scale word may follow the token is handed on.
+    group; a row with a scale word after a digit or point is handed on.
     """
     group, point = _separators(opts.decimal_comma)
     parts = pc.extract_regex(text, _lead_regex(opts))
@@ -442,6 +437,8 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+    if opts.scale == "words":
+        found &= ~_mask(pc.match_substring_regex(text, rf"[0-9.,][ \t]*(?:{_SCALE_WORDS})"))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
