@@ -4,9 +4,10 @@
 
 For each adversarial text, built at each size (MB), prints the time per MB of the plain path
 (`parse_number`) and of the vectorised path (`parse_column` on a one-cell column), with
-``pick="first"`` and ``pick="last"``, and the ratio of the time per MB at the largest size to
-that at the smallest: about 1 when linear (2 would mean twice the cost per MB, i.e. quadratic
-over a doubling; a quadratic blow-up shows as a ratio near largest/smallest size).
+``pick="first"`` and ``pick="last"`` (and, for the texts aimed at the readings of SPEC §1.1,
+``pick="answer"`` too, each with every reading on), and the ratio of the time per MB at the
+largest size to that at the smallest: about 1 when linear (2 would mean twice the cost per MB,
+i.e. quadratic over a doubling; a quadratic blow-up shows as a ratio near largest/smallest size).
 """
 
 from __future__ import annotations
@@ -46,6 +47,30 @@ CASES: dict[str, Callable[[int], str]] = {
     "NUL bytes": lambda n: _repeat("\x00", n, tail="5"),
     "prose, number at the end": lambda n: _repeat("The answer is ", n, tail="$1,234.50"),
 }
+# Aimed at SPEC §1.1 (markers, brace spans, scale words, separators, fractions).
+READING_CASES: dict[str, Callable[[int], str]] = {
+    "\\boxed{\\boxed{...": lambda n: _repeat("\\boxed{", n, tail="5"),
+    "\\boxed{ then {{{{...": lambda n: _repeat("{", n, head="\\boxed{", tail="5"),
+    "{{{{... then \\boxed{": lambda n: _repeat("{", n, tail="\\boxed{5"),
+    "answer is answer is ...": lambda n: _repeat("answer is ", n, tail="5"),
+    "answer: 5 then prose": lambda n: _repeat("x", n, head="answer: 5 "),
+    "#####...": lambda n: _repeat("#", n, tail="5"),
+    "5 then prose": lambda n: _repeat("x ", n, head="5 "),
+    "1 000 000 ... (groups)": lambda n: _repeat(" 000", n, head="1"),
+    "1 000 ... 0000 (broken)": lambda n: _repeat(" 000", n, head="1", tail="0"),
+    "1\\,000\\,000 ...": lambda n: _repeat("\\,000", n, head="1"),
+    "1{,}1{,}1 ...": lambda n: _repeat("1{,}", n),
+    "1/1/1/...": lambda n: _repeat("1/", n, tail="1"),
+    "12/05/2023 12/05/2023 ...": lambda n: _repeat("12/05/2023 ", n),
+    "1/2 1/2 1/2 ...": lambda n: _repeat("1/2 ", n),
+    "5k5k5k...": lambda n: _repeat("5k", n),
+    "5 then spaces then k": lambda n: _repeat(" ", n, head="5", tail="k"),
+    "5 million million ...": lambda n: _repeat(" million", n, head="5"),
+    "\\frac{1}{\\frac{1}{...": lambda n: _repeat("\\frac{1}{", n),
+    "\\frac{ then spaces": lambda n: _repeat(" ", n, head="\\frac{1", tail="}{2}"),
+    "\\frac{1}{2}\\frac{1}{2}...": lambda n: _repeat("\\frac{1}{2}", n),
+    "5\\%\\%\\%...": lambda n: _repeat("\\%", n, head="5"),
+}
 
 PATHS: dict[str, Callable[[str, Options], object]] = {
     "plain": lambda text, opts: parse_number(text, opts),
@@ -54,6 +79,12 @@ PATHS: dict[str, Callable[[str, Options], object]] = {
 OPTIONS = {
     "first": Options(percent="fraction"),
     "last": Options(pick="last", percent="fraction"),
+}
+_EVERY_READING = {"percent": "fraction", "scale": "words", "thousands": "any", "fractions": True}
+READING_OPTIONS = {
+    "first+": Options(**_EVERY_READING),  # type: ignore[arg-type]
+    "last+": Options(pick="last", **_EVERY_READING),  # type: ignore[arg-type]
+    "answer+": Options(pick="answer", **_EVERY_READING),  # type: ignore[arg-type]
 }
 
 
@@ -69,27 +100,28 @@ def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 4], help="MB")
-    parser.add_argument("--case", nargs="*", choices=list(CASES), help="default: all")
+    every = {**CASES, **READING_CASES}
+    parser.add_argument("--case", nargs="*", choices=list(every), help="default: all")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
-    columns = [f"{path} {pick}" for path in PATHS for pick in OPTIONS]
     size_head = " ".join(f"{s:g} MB".rjust(7) for s in sizes)
     print(f"ms per MB at sizes {', '.join(f'{s:g}' for s in sizes)} MB; ratio = last / first size")
-    print(f"{'case':<26} {'path':<13} {size_head} {'ratio':>6}")
+    print("first+, last+, answer+: with scale, thousands, fractions and percent readings on")
+    print(f"{'case':<28} {'path':<15} {size_head} {'ratio':>6}")
     worst = 0.0
-    for case in args.case or list(CASES):
-        texts = [CASES[case](int(s * MB)) for s in sizes]
-        for column in columns:
-            path, pick = column.split()
-            read, opts = PATHS[path], OPTIONS[pick]
-            per_mb = [
-                seconds(lambda t=text: read(t, opts)) * 1000 / (len(text.encode()) / MB)  # noqa: B023
-                for text in texts
-            ]
-            ratio = per_mb[-1] / per_mb[0]
-            worst = max(worst, ratio)
-            cells = " ".join(f"{v:7.1f}" for v in per_mb)
-            print(f"{case:<26} {column:<13} {cells} {ratio:6.2f}")
+    for case in args.case or list(every):
+        texts = [every[case](int(s * MB)) for s in sizes]
+        options = READING_OPTIONS if case in READING_CASES else OPTIONS
+        for path, read in PATHS.items():
+            for pick, opts in options.items():
+                per_mb = [
+                    seconds(lambda t=text, o=opts: read(t, o)) * 1000 / (len(text.encode()) / MB)  # noqa: B023
+                    for text in texts
+                ]
+                ratio = per_mb[-1] / per_mb[0]
+                worst = max(worst, ratio)
+                cells = " ".join(f"{v:7.1f}" for v in per_mb)
+                print(f"{case:<28} {path + ' ' + pick:<15} {cells} {ratio:6.2f}", flush=True)
     quadratic = sizes[-1] / sizes[0]
     print(f"\nworst ratio: {worst:.2f} (linear: about 1; quadratic: about {quadratic:g})")
 

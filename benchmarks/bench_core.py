@@ -2,12 +2,17 @@
 
     python benchmarks/bench_core.py [--rows N] [--autoevals-rows M] [--repeat R]
 
-Two tables of N rows (both columns strings): (a) clean numeric strings, (b) numbers inside
+Three tables of N rows (both columns strings): (a) clean numeric strings, (b) numbers inside
 prose, shaped like LLM answers (currency, grouping, signs, exponents, percents, several numbers,
-a few with no number). Baselines: (a) the floor, ``pyarrow.compute.cast`` of both columns to
+a few with no number), (d) chain-of-thought outputs of about 400 characters (the answer after a
+marker on most rows, in a ``\\boxed{}`` on some, the last number on the rest) against clean
+expected answers. Baselines: (a) the floor, ``pyarrow.compute.cast`` of both columns to
 float64 plus the score arithmetic in numpy; (b) one ``extract_regex`` pass per column with a
 simple number pattern, plus the cast and the arithmetic; (c) a Python loop calling
-``autoevals.NumericDiff`` on numbers already converted to floats (on M rows). Best of R runs.
+``autoevals.NumericDiff`` on numbers already converted to floats (on M rows), skipped when
+autoevals is not installed; (d) like (b) but extracting the LAST simple number (greedy ``(?s).*``
+before the pattern), on the prose and the chain-of-thought tables, beside the readings of SPEC
+§1.1, each alone and all together. Best of R runs.
 """
 
 from __future__ import annotations
@@ -42,6 +47,41 @@ PROSE = [
 ]
 
 
+STEPS = [
+    "First, {a} plus {b} makes {c}. ",
+    "Then we multiply by {b} to get {c}. ",
+    "There were {a} apples and {b} pears at the start. ",
+    "Each box holds {b} items, so {a} boxes hold {c}. ",
+    "Subtracting {a} from {c} leaves {b}. ",
+    "The price rose by {b}% over {a} years. ",
+    "So far we have {c} in total, which we check again carefully. ",
+]
+ENDINGS = [
+    "Therefore, the answer is {x}.",
+    "#### {x}",
+    "Final answer: {x}",
+    "So the final answer is $\\boxed{{{x}}}$.",
+    "The answer is: \\boxed{{{x}}}",
+    "Putting it together gives {x}.",
+    "That leaves {x} for the last step.",
+]
+
+
+def cot_column(rng: np.random.Generator, n: int) -> list[str]:
+    """Chain-of-thought answers of about 400 characters: reasoning with numbers, then the answer
+    after a marker (most rows), in a box (some) or as the last number (the rest)."""
+    a, b = rng.integers(2, 500, n), rng.integers(2, 50, n)
+    x = [f"{v:,}" if v > 9999 else str(v) for v in rng.integers(0, 100_000, n).tolist()]
+    steps = rng.integers(0, len(STEPS), (n, 9)).tolist()
+    endings = rng.integers(0, len(ENDINGS), n).tolist()
+    rows = []
+    for i in range(n):
+        nums = {"a": a[i], "b": b[i], "c": a[i] * b[i]}
+        body = "".join(STEPS[k].format(**nums) for k in steps[i])
+        rows.append(body + ENDINGS[endings[i]].format(x=x[i]))
+    return rows
+
+
 def _numbers(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
     mags = 10.0 ** rng.uniform(-3, 6, n)
     signs = rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
@@ -72,7 +112,10 @@ def prose_column(rng: np.random.Generator, n: int) -> list[str]:
 
 def frame(kind: str, n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    make = clean_column if kind == "clean" else prose_column
+    if kind == "cot":  # model outputs against a dataset's clean answers
+        expected = [str(v) for v in rng.integers(0, 100_000, n).tolist()]
+        return pd.DataFrame({"output": cot_column(rng, n), "expected": expected})
+    make = {"clean": clean_column, "prose": prose_column}[kind]
     return pd.DataFrame({"output": make(rng, n), "expected": make(rng, n)})
 
 
@@ -98,7 +141,33 @@ def extract_floor(df: pd.DataFrame) -> np.ndarray:
     return _arith(*cols)
 
 
+LAST = rf"(?s).*{SIMPLE}"
+
+
+def last_floor(df: pd.DataFrame) -> np.ndarray:
+    cols = []
+    for c in ("output", "expected"):
+        tok = pc.struct_field(pc.extract_regex(pa.array(df[c]), LAST), [0])
+        cols.append(pc.cast(tok, pa.float64()).to_numpy(zero_copy_only=False))
+    return _arith(*cols)
+
+
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"
+READINGS: dict[str, dict[str, object]] = {  # SPEC §1.1, each alone and all together
+    "defaults": {},
+    "pick=answer": {"pick": "answer"},
+    "scale=words": {"scale": "words"},
+    "thousands=any": {"thousands": "any"},
+    "fractions=True": {"fractions": True},
+    "percent=fraction": {"percent": "fraction"},
+    "all": {
+        "pick": "answer",
+        "scale": "words",
+        "thousands": "any",
+        "fractions": True,
+        "percent": "fraction",
+    },
+}
 AUTOEVALS = "(c) autoevals.NumericDiff loop on floats"
 OTHER_OPTIONS: dict[str, dict[str, object]] = {
     "pick=last": {"pick": "last"},
@@ -113,8 +182,11 @@ def seconds(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def autoevals_loop(df: pd.DataFrame, m: int) -> Callable[[], list[float]]:
-    from autoevals import NumericDiff
+def autoevals_loop(df: pd.DataFrame, m: int) -> Callable[[], list[float]] | None:
+    try:
+        from autoevals import NumericDiff
+    except ImportError:
+        return None
 
     scorer = NumericDiff()
     a = [float(x) for x in df["output"][:m]]
@@ -131,6 +203,7 @@ def main() -> None:
     n, r = args.rows, args.repeat
 
     clean, prose = frame("clean", n, seed=1), frame("prose", n, seed=2)
+    cot = frame("cot", n, seed=3)
     m = min(n, args.autoevals_rows)
     # Each measurement alternates with its baselines, so that a busy machine slows all alike.
     runs: dict[str, tuple[Callable[[], object], int]] = {
@@ -138,10 +211,17 @@ def main() -> None:
         "floor (a): cast + arithmetic, clean": (lambda: cast_floor(clean), n),
         "score_frame, prose": (lambda: score_frame(prose), n),
         PROSE_FLOOR: (lambda: extract_floor(prose), n),
-        AUTOEVALS: (autoevals_loop(clean, m), m),
     }
+    loop = autoevals_loop(clean, m)
+    if loop is not None:
+        runs[AUTOEVALS] = (loop, m)
     for label, option in OTHER_OPTIONS.items():  # the other options, on prose (no target)
         runs[f"score_frame, prose, {label}"] = (lambda o=option: score_frame(prose, **o), n)
+    for table, df in (("prose", prose), ("cot", cot)):
+        runs[f"floor (d): last number, {table}"] = (lambda d=df: last_floor(d), n)
+        for label, option in READINGS.items():
+            run = lambda d=df, o=option: score_frame(d, **o)  # noqa: E731
+            runs[f"score_frame, {table}, {label}"] = (run, n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():
@@ -154,18 +234,29 @@ def main() -> None:
     for name, value in rate.items():
         print(f"{name:<52} {value:>12,.0f}")
     clean_rate, prose_rate = rate["score_frame, clean"], rate["score_frame, prose"]
-    auto = rate[AUTOEVALS]
     checks = [
         ("(a) clean / cast floor", clean_rate / rate["floor (a): cast + arithmetic, clean"], 0.4),
         ("(b) prose / extract+cast floor", prose_rate / rate[PROSE_FLOOR], 0.8),
-        ("(c) clean / autoevals", clean_rate / auto, 10.0),
-        ("(c) prose / autoevals (no target: autoevals reads no text)", prose_rate / auto, 0.0),
     ]
+    if AUTOEVALS in rate:
+        auto = rate[AUTOEVALS]
+        checks += [
+            ("(c) clean / autoevals", clean_rate / auto, 10.0),
+            ("(c) prose / autoevals (no target: autoevals reads no text)", prose_rate / auto, 0.0),
+        ]
+    for table in ("prose", "cot"):
+        floor = rate[f"floor (d): last number, {table}"]
+        for label in READINGS:
+            target = 0.5 if label == "all" else 0.0
+            ratio = rate[f"score_frame, {table}, {label}"] / floor
+            checks.append((f"(d) {table}, {label} / last-number floor", ratio, target))
     print(f"\n{'ratio':<60} {'value':>6} {'target':>8}")
     for name, value, target in checks:
         verdict = "" if not target else "ok" if value >= target else "MISS"
         goal = f">= {target:g}" if target else "-"
         print(f"{name:<60} {value:>6.2f} {goal:>8} {verdict}")
+    if AUTOEVALS not in rate:
+        print("(c) skipped: autoevals is not installed (pip install autoevals)")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ from typing import Any, Literal
 
 from numdiff_component.errors import OptionError
 
-Pick = Literal["first", "last"]
+Pick = Literal["first", "last", "answer"]
 Percent = Literal["keep", "fraction"]
+Scale = Literal["none", "words"]
+Thousands = Literal["comma", "any"]
 
 
 def _option(
@@ -76,10 +78,10 @@ class Options:
 
     >>> Options(threshold=0.9).threshold
     0.9
-    >>> Options(pick="middle")
+    >>> Options(scale="si")
     Traceback (most recent call last):
     ...
-    numdiff_component.errors.OptionError: pick must be one of 'first', 'last', got 'middle'
+    numdiff_component.errors.OptionError: scale must be one of 'none', 'words', got 'si'
     """
 
     threshold: float = _option(
@@ -89,9 +91,28 @@ class Options:
     decimal_comma: bool = _option(
         False, "Read ',' as the decimal point and '.' as the grouping separator."
     )
-    pick: Pick = _option("first", "Which number of a text to read.", choices=("first", "last"))
+    pick: Pick = _option(
+        "first",
+        "Which number of a text to read: the first, the last, or the final answer (after the "
+        "last '\\boxed{', '####' or 'answer is'; else the last).",
+        choices=("first", "last", "answer"),
+    )
     percent: Percent = _option(
-        "keep", "'fraction' reads '50 %' as 0.5.", choices=("keep", "fraction")
+        "keep", "'fraction' reads '50 %' (and LaTeX '50\\%') as 0.5.", choices=("keep", "fraction")
+    )
+    scale: Scale = _option(
+        "none",
+        "'words' multiplies by a scale word after the number: '2.1 billion', '12k', '$2.174T'.",
+        choices=("none", "words"),
+    )
+    thousands: Thousands = _option(
+        "comma",
+        "'any' also reads spaces, apostrophes and LaTeX '\\,' between groups of three digits "
+        "as thousands separators: '120 000 000', \"1'049.95\".",
+        choices=("comma", "any"),
+    )
+    fractions: bool = _option(
+        False, "Read 'A/B' and LaTeX '\\frac{N}{M}' as their value; dates stay integers."
     )
 
     def __post_init__(self) -> None:

@@ -111,7 +111,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path | str], list[str], str]] = {
     "pick out of domain": (
         lambda d: "",
         ["--pick", "middle"],
-        "pick must be one of 'first', 'last', got 'middle'",
+        "pick must be one of 'first', 'last', 'answer', got 'middle'",
     ),
     "percent out of domain": (
         lambda d: "",

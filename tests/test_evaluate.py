@@ -219,7 +219,7 @@ def test_scorer_reads_its_expected_key_and_names_a_missing_one() -> None:
 
 
 def test_scorer_options_are_validated_once_when_made() -> None:
-    with pytest.raises(OptionError, match="pick must be one of 'first', 'last', got 'middle'"):
+    with pytest.raises(OptionError, match="pick must be one of 'first', 'last', 'answer', got"):
         make_numeric_diff_scorer(pick="middle")
     with pytest.raises(OptionError, match="unknown option"):
         make_numeric_diff_scorer(treshold=0.5)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from decimal import Decimal
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -13,7 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import numdiff_component.parse as parse_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
+from numdiff_component.parse import several_numbers
 
 SPEC_EXAMPLES = [
     # (value, options, number read)
@@ -70,10 +74,90 @@ SPEC_EXAMPLES = [
     ("nan", {}, None),
     ("1e999", {}, None),
     ("1e-400", {}, 0.0),
+    # SPEC §1.1, every example as written there
+    ("50\\%", {"percent": "fraction"}, 0.5),
+    ("... 48/2 = 24 clips\n#### 72", {"pick": "answer"}, 72.0),
+    ("So the answer is 18.", {"pick": "answer"}, 18.0),
+    ("The answer is $\\boxed{9}$ \\pmod{11}", {"pick": "answer"}, 9.0),
+    ("Step 1: 3+4=7. Step 2: 7*2=14", {"pick": "answer"}, 14.0),
+    ("The answer is eight", {"pick": "answer"}, None),
+    ("answers: 3 and 4", {"pick": "answer"}, 4.0),
+    ("$2.1 billion", {"scale": "words"}, 2.1e9),
+    ("12k people", {"scale": "words"}, 12000.0),
+    ("$2.174T", {"scale": "words"}, 2.174e12),
+    ("5 Million", {"scale": "words"}, 5e6),
+    ("10 km", {"scale": "words"}, 10.0),
+    ("3 millions", {"scale": "words"}, 3.0),
+    ("PTE 120 000 000", {"thousands": "any"}, 1.2e8),
+    ("CHF 1'049.95", {"thousands": "any"}, 1049.95),
+    ("$14{,}916$", {"thousands": "any"}, 14916.0),
+    ("1 234 5678", {"thousands": "any"}, 1234.0),
+    ("3/4", {"fractions": True}, 0.75),
+    ("-3/4", {"fractions": True}, -0.75),
+    ("\\boxed{\\frac{1}{2}}", {"pick": "answer", "fractions": True}, 0.5),
+    ("12/05/2023", {"fractions": True}, 12.0),
+    ("1/0", {"fractions": True}, 1.0),
+]
+
+# Edges of SPEC §1.1 where its words decide, and the readings chosen where it is silent.
+READING_EDGES = [
+    ("answer is-5", {"pick": "answer"}, -5.0),  # a sign at the span's start counts
+    ("x is-5", {"pick": "last"}, 5.0),
+    ("Answer IS: 7", {"pick": "answer"}, 7.0),  # `is` in any case, like `answer`
+    ("answer  :\t3 then 4", {"pick": "answer"}, 3.0),
+    ("Final answer isn't 3, it is 4", {"pick": "answer"}, 4.0),  # `isn` is no marker
+    ("answer: 3. The answer isn't clear", {"pick": "answer"}, 3.0),
+    ("theanswer: 3, 4", {"pick": "answer"}, 4.0),  # preceded by a letter: no marker
+    ("3 \\boxed{} 4", {"pick": "answer"}, None),  # a span with no token
+    ("\\boxed{12}345", {"pick": "answer"}, 12.0),  # the span ends at its brace
+    ("\\boxed{50}\\%", {"pick": "answer", "percent": "fraction"}, 50.0),
+    ("\\boxed{50\\%}", {"pick": "answer", "percent": "fraction"}, 0.5),
+    ("\\boxed{\\frac{\\sqrt{3}}{2}} 7", {"pick": "answer"}, 3.0),
+    ("\\boxed{{{{1}}}} 7", {"pick": "answer"}, 1.0),  # nested four deep
+    ("\\boxed{ 4 and 5", {"pick": "answer"}, 4.0),  # unclosed: to the end
+    ("#### answer: 3 #### 8", {"pick": "answer"}, 8.0),
+    ("answer = 2 \\fbox{-6}", {"pick": "answer"}, -6.0),
+    ("5 k", {"scale": "words"}, 5000.0),
+    ("5\tBN.", {"scale": "words"}, 5e9),
+    ("5 m", {"scale": "words"}, 5.0),  # single letters keep their case
+    ("5 b", {"scale": "words"}, 5.0),
+    ("5 Billionaire", {"scale": "words"}, 5.0),
+    ("5k5", {"scale": "words"}, 5.0),
+    ("5 k_", {"scale": "words"}, 5000.0),  # `_` is no letter or digit
+    ("5 Ké", {"scale": "words"}, 5.0),
+    ("-2.5 million %", {"scale": "words", "percent": "fraction"}, -25000.0),
+    ("1/2 million", {"scale": "words", "fractions": True}, 500000.0),
+    ("1e308 trillion", {"scale": "words"}, None),  # not finite
+    ("1,234k", {"scale": "words"}, 1234000.0),
+    ("1.234 B12", {"scale": "words", "decimal_comma": True}, 1234.0),  # a digit after the word
+    ("1\u00a0234\u202f567", {"thousands": "any"}, 1234.0),  # one separator per token
+    ("1\u2009234\u2009567", {"thousands": "any"}, 1234567.0),
+    ("1\u2019234", {"thousands": "any"}, 1234.0),
+    ("1\\,234\\,567.5", {"thousands": "any"}, 1234567.5),
+    ("1 234,5", {"thousands": "any", "decimal_comma": True}, 1234.5),
+    ("1{,}5", {"thousands": "any", "decimal_comma": True}, 1.5),
+    ("1,\\!234", {"thousands": "any"}, 1234.0),
+    ("1 234", {}, 1.0),
+    ("3/4 and 5", {"fractions": True, "pick": "last"}, 5.0),
+    ("x/3/4", {"fractions": True}, 3.0),
+    ("3/4/x", {"fractions": True}, 0.75),
+    ("3/04", {"fractions": True}, 0.75),
+    ("3/00", {"fractions": True}, 3.0),
+    ("1,234/5", {"fractions": True, "pick": "last"}, 5.0),
+    ("12/05/2023", {"fractions": True, "pick": "last"}, 2023.0),
+    ("\\frac{ 1 }{\t4 }", {"fractions": True}, 0.25),
+    ("\\dfrac{1.5}{3}", {"fractions": True}, 0.5),
+    ("\\tfrac{1,5}{3}", {"fractions": True, "decimal_comma": True}, 0.5),
+    ("\\frac{1}{0}", {"fractions": True}, 1.0),
+    ("\\frac{1}{0.0}", {"fractions": True, "pick": "last"}, 0.0),
+    ("-\\frac{1}{4}\\%", {"fractions": True, "percent": "fraction"}, -0.0025),
+    ("a-\\frac{1}{4}", {"fractions": True}, 0.25),
+    ("1,234\\frac{1}{2}", {"fractions": True, "pick": "last"}, 0.5),
+    ("3/4", {"pick": "answer"}, 4.0),  # fractions off: 3/4 is two tokens
 ]
 
 
-@pytest.mark.parametrize(("value", "options", "expected"), SPEC_EXAMPLES)
+@pytest.mark.parametrize(("value", "options", "expected"), SPEC_EXAMPLES + READING_EDGES)
 def test_spec_examples(value: object, options: dict, expected: float | None) -> None:
     assert parse_number(value, **options) == expected
     vectorised = parse_column(pd.Series([value], dtype=object), **options)[0]
@@ -88,8 +172,11 @@ def test_spec_examples(value: object, options: dict, expected: float | None) -> 
         ({"floor": -1}, "floor must be a number >= 0, got -1"),
         ({"floor": float("nan")}, "floor must be a number >= 0, got nan"),
         ({"decimal_comma": "yes"}, "decimal_comma must be True or False, got 'yes'"),
-        ({"pick": "middle"}, "pick must be one of 'first', 'last', got 'middle'"),
+        ({"pick": "middle"}, "pick must be one of 'first', 'last', 'answer', got 'middle'"),
         ({"percent": "ratio"}, "percent must be one of 'keep', 'fraction', got 'ratio'"),
+        ({"scale": "si"}, "scale must be one of 'none', 'words', got 'si'"),
+        ({"thousands": " "}, "thousands must be one of 'comma', 'any', got ' '"),
+        ({"fractions": 1}, "fractions must be True or False, got 1"),
         ({"treshold": 0.5}, "unknown option 'treshold'"),
     ],
 )
@@ -160,6 +247,67 @@ def test_vectorised_equals_plain_on_text(values: list[str | None], options: Opti
     assert _same(parse_column(values, options), _plain(values, options))
 
 
+# SPEC §1.1: markers (nested, unclosed, several, without numbers, near misses), scale words next
+# to letters and digits, every grouping separator and LaTeX comma, dates and fractions, signs and
+# percents, mixed with random text; checked for every combination of the options.
+_PIECES = [
+    *("\\boxed{", "\\fbox{", "{", "}", "{{", "}}", "####", "#", "answer", "Answer is", "ANSWER"),
+    *("answers", "answer  :", "answer\tis:", "answer =", " is ", "is", "isn't", "theanswer:"),
+    *("k", "K", "thousand", "M", "Million", "B", "bn", "BN", "T", "tn", "trillion", "m", "b"),
+    *("km", "s", "x", "_", "\u00e9", "\u212a", " ", "  ", "\t", "\n", "\u00a0", "\u202f"),
+    *("\u2009", "'", "\u2019", "\\,", "{,}", ",\\!", ",", ".", "/", "//", "\\frac{"),
+    *("\\dfrac{", "\\tfrac{", "}{", "\\frac{1}{2}", "\\frac{ 3 }{\t4}", "%", "\\%"),
+    *("-", "+", "\u2212", "e", "E", "e-", "12/05/2023", "1/0", "3/4", "0/5", "$", "\ue000"),
+]
+_GROUPED = r"[0-9]{1,3}((,|\.| |\u00a0|\u202f|\u2009|'|\u2019|\\,)[0-9]{3}){1,3}[0-9]?"
+reading_texts = st.lists(
+    st.one_of(
+        st.sampled_from(_PIECES),
+        st.from_regex(r"0|00|[0-9]{1,4}([.,][0-9]{0,3})?", fullmatch=True),
+        st.from_regex(_GROUPED, fullmatch=True),
+        st.text(alphabet="0123456789 ax-/{}.", max_size=4),
+    ),
+    max_size=12,
+).map("".join)
+reading_options = st.builds(
+    Options,
+    decimal_comma=st.booleans(),
+    pick=st.sampled_from(["first", "last", "answer"]),
+    percent=st.sampled_from(["keep", "fraction"]),
+    scale=st.sampled_from(["none", "words"]),
+    thousands=st.sampled_from(["comma", "any"]),
+    fractions=st.booleans(),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(reading_texts, texts, st.none()), max_size=25), data=st.data())
+def test_vectorised_equals_plain_with_every_reading(values: list[str | None], data) -> None:
+    # A short tail puts the cut of `_reversed_search` inside markers and numbers.
+    with mock.patch.object(parse_module, "_TAIL", data.draw(st.sampled_from([100, 1, 2, 5]))):
+        for options in [data.draw(reading_options), *(data.draw(reading_options) for _ in "xy")]:
+            assert _same(parse_column(values, options), _plain(values, options)), options
+
+
+def test_every_combination_of_readings_on_a_fixed_table() -> None:
+    values = [t for t, _, _ in SPEC_EXAMPLES + READING_EDGES if isinstance(t, str)] + [None]
+    for combination in itertools.product(
+        [False, True],
+        ["first", "last", "answer"],
+        ["keep", "fraction"],
+        ["none", "words"],
+        ["comma", "any"],
+        [False, True],
+    ):
+        options = Options(**dict(zip(_READING_NAMES, combination, strict=True)))
+        plain = _plain(values, options)
+        assert _same(parse_column(values, options), plain), options
+        assert _same(parse_column(pa.array(values, pa.large_string()), options), plain), options
+
+
+_READING_NAMES = ("decimal_comma", "pick", "percent", "scale", "thousands", "fractions")
+
+
 numbers = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -223,3 +371,45 @@ def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
     column = pd.read_parquet(tmp_path / "f.parquet")["output"]
     for pick in ("first", "last"):
         assert parse_column(column, pick=pick).tolist() == [3.0, -3.0] * 3
+
+
+# --- several_numbers: where pick="first" may read another number than the answer ----------
+
+
+def _several_plain(values: list[object], options: Options) -> np.ndarray:
+    return np.array(
+        [isinstance(v, str) and parse_module._count_tokens(v, options) == 2 for v in values], bool
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "options", "expected"),
+    [
+        ("3 apples and 4 pears", {}, True),
+        ("42", {}, False),
+        ("1,234.5e-3", {}, False),
+        ("no number", {}, False),
+        ("3/4", {}, True),
+        ("3/4", {"fractions": True}, False),
+        ("12/05/2023", {"fractions": True}, True),
+        ("\\frac{1}{2}", {"fractions": True}, False),
+        ("1 234", {}, True),
+        ("1 234", {"thousands": "any"}, False),
+        ("1{,}234", {"thousands": "any"}, False),
+        ("1,5", {"decimal_comma": True}, False),
+        ("COVID-19", {}, False),
+        (None, {}, False),
+        (7, {}, False),
+        (3.5, {}, False),
+    ],
+)
+def test_several_numbers(value: object, options: dict, expected: bool) -> None:
+    assert several_numbers([value], **options).tolist() == [expected]
+    assert several_numbers(pd.Series([value, "x"], dtype=object), **options)[0] == expected
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(reading_texts, texts, st.none()), max_size=25), data=st.data())
+def test_several_numbers_vectorised_equals_plain(values: list[str | None], data) -> None:
+    for options in [data.draw(reading_options), data.draw(reading_options)]:
+        assert several_numbers(values, options).tolist() == _several_plain(values, options).tolist()

@@ -21,8 +21,11 @@ options = st.builds(
     threshold=st.floats(0, 1),
     floor=st.one_of(st.just(1.0), st.just(0.0), st.floats(0, 1e6)),
     decimal_comma=st.booleans(),
-    pick=st.sampled_from(["first", "last"]),
+    pick=st.sampled_from(["first", "last", "answer"]),
     percent=st.sampled_from(["keep", "fraction"]),
+    scale=st.sampled_from(["none", "words"]),
+    thousands=st.sampled_from(["comma", "any"]),
+    fractions=st.booleans(),
 )
 
 
@@ -99,6 +102,28 @@ def test_adversarial_text_reads_as_the_contract_says(case: str) -> None:
     text, expected = ADVERSARIAL[case]
     assert parse_number(text) == expected
     got = parse_column([text, "1"])
+    assert (math.isnan(got[0]) if expected is None else got[0] == expected) and got[1] == 1.0
+
+
+READINGS = Options(pick="answer", scale="words", thousands="any", fractions=True)
+ADVERSARIAL_READINGS: dict[str, tuple[str, float | None]] = {
+    "a million boxes": ("\\boxed{" * 200_000 + "5", 5.0),
+    "a box, then a million braces": ("\\boxed{" + "{" * MB + "5", 5.0),
+    "answer is, many times": ("answer is " * 100_000 + "-5", -5.0),
+    "an answer, then 1 MB of prose": ("answer: 5 " + "x" * MB, 5.0),
+    "a number, then 1 MB of prose": ("5 " + "x " * (MB // 2), 5.0),
+    "a million groups": ("1" + " 000" * 250_000, None),  # 1e750000: too large
+    "1/1/1/...": ("1/" * 500_000 + "1", 1.0),
+    "5k5k5k...": ("5k" * 500_000, 5000.0),
+    "fractions, opened and never closed": ("\\frac{1}{" * 100_000, 1.0),
+}
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL_READINGS, ids=list(ADVERSARIAL_READINGS))
+def test_adversarial_text_with_every_reading(case: str) -> None:
+    text, expected = ADVERSARIAL_READINGS[case]
+    assert parse_number(text, READINGS) == expected
+    got = parse_column([text, "1"], READINGS)
     assert (math.isnan(got[0]) if expected is None else got[0] == expected) and got[1] == 1.0
 
 
