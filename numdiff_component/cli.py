@@ -290,6 +290,8 @@ def score(
     if not quiet:
         click.echo(f"numeric diff: {outcome.evaluation.source}")
         click.echo("\n".join(summary_lines(aggregates, options.threshold)))
+        for note in outcome.evaluation.notes:
+            click.echo(f"  note: {note}")
         if outcome.run_id:
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")

@@ -29,6 +29,7 @@ import pandas as pd
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
+from numdiff_component.parse import several_numbers
 from numdiff_component.report import (
     HISTOGRAM_PNG,
     REPORT_HTML,
@@ -50,6 +51,9 @@ from numdiff_component.tracking import (
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
 """Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
+SEVERAL_NUMBERS_SHARE = 0.5
+"""With ``pick="first"``, the share of outputs holding several numbers from which the job says
+that the first is read, and names ``--pick answer``."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,17 @@ class _Collected:
     first: pd.DataFrame  # the first input rows, for the dataset's schema
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
     report: ReportBuilder | None
+    n_several: int  # outputs holding several numbers (counted with pick="first" only)
+
+    def notes(self, options: Options) -> tuple[str, ...]:
+        """One-line hints for the user, shown with the results."""
+        share = self.n_several / self.totals.n if self.totals.n else 0.0
+        if options.pick != "first" or share < SEVERAL_NUMBERS_SHARE:
+            return ()
+        return (
+            f"{share:.0%} of outputs hold several numbers; the first is read "
+            "(--pick answer reads the final answer)",
+        )
 
 
 def _collect(
@@ -205,7 +220,7 @@ def _collect(
     progress: Callable[[int], None] | None,
 ) -> _Collected:
     """Add up the result batches: totals, the first input rows, the rows to log, the report."""
-    totals, first = Totals(), None
+    totals, first, n_several = Totals(), None, 0
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:
@@ -217,6 +232,8 @@ def _collect(
             first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
         if report is not None:
             report.add(results)
+        if config.options.pick == "first":
+            n_several += int(several_numbers(results[config.output_col], config.options).sum())
         totals += Totals.of(results)
         kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
         if kept is not None:
@@ -225,7 +242,7 @@ def _collect(
             progress(totals.n)
     if first is None:
         raise InputError(f"no rows to score in {source!r}")
-    return _Collected(totals, first, kept, report)
+    return _Collected(totals, first, kept, report, n_several)
 
 
 def _score(
@@ -245,13 +262,17 @@ def _score(
 
 
 def _write_report(
-    report: ReportBuilder | None, path: Path, aggregates: dict[str, float], source: str
+    report: ReportBuilder | None,
+    path: Path,
+    aggregates: dict[str, float],
+    source: str,
+    notes: tuple[str, ...],
 ) -> list[Path]:
     """The plots and summary next to the results; on a write error (a full disk) none is left."""
     if report is None:
         return []
     try:
-        return report.write(path.parent, aggregates, source)
+        return report.write(path.parent, aggregates, source, notes)
     except OSError as exc:
         raise InputError(
             f"cannot write the report to {str(path.parent)!r}: {exc}; "
@@ -294,7 +315,8 @@ def _run(
         (path / RESULTS_METADATA).write_text(json.dumps(config.results_metadata()))
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
-    reports = _write_report(collected.report, path, aggregates, source)
+    notes = collected.notes(config.options)
+    reports = _write_report(collected.report, path, aggregates, source, notes)
     evaluation = Evaluation(
         source=source,
         dataset_name=table.name,
@@ -307,6 +329,7 @@ def _run(
         n_rows=collected.totals.n,
         engine=config.engine,
         fail_under=config.fail_under,
+        notes=notes,
         reports=tuple(reports),
     )
     if not config.track:

@@ -241,6 +241,7 @@ class Evaluation:
     n_rows: int
     engine: str = "pandas"
     fail_under: float | None = None  # the quality gate, when one was asked for
+    notes: tuple[str, ...] = ()  # one-line hints shown with the results
     reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
 
     @property
@@ -264,6 +265,7 @@ class Evaluation:
     def description(self) -> str:
         """The run's description (Markdown): the headline, the input, the gate."""
         lines = [f"**Numeric diff**: {self.headline()}.", "", f"Input: `{self.source}`"]
+        lines += [line for note in self.notes for line in ("", f"Note: {note}.")]
         if self.gate is not None:
             rate = self.aggregates["pass_rate"]
             sign = ">=" if self.gate == "passed" else "<"

@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -275,3 +276,31 @@ def spec_table() -> pd.DataFrame:
     """A new frame of `SPEC_ROWS`: columns ``id``, ``output``, ``expected`` (text)."""
     ids, outputs, expected, _, _ = zip(*SPEC_ROWS, strict=True)
     return pd.DataFrame({"id": ids, "output": outputs, "expected": expected})
+
+
+# Every example of SPEC.md §1.1 as written there: (value, options, number read). Every entry point
+# reads them alike (tests/test_parse.py, tests/test_entry_points.py, tests/test_spark.py).
+SPEC_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
+    ("50\\%", {"percent": "fraction"}, 0.5),
+    ("... 48/2 = 24 clips\n#### 72", {"pick": "answer"}, 72.0),
+    ("So the answer is 18.", {"pick": "answer"}, 18.0),
+    ("The answer is $\\boxed{9}$ \\pmod{11}", {"pick": "answer"}, 9.0),
+    ("Step 1: 3+4=7. Step 2: 7*2=14", {"pick": "answer"}, 14.0),
+    ("The answer is eight", {"pick": "answer"}, None),
+    ("answers: 3 and 4", {"pick": "answer"}, 4.0),
+    ("$2.1 billion", {"scale": "words"}, 2.1e9),
+    ("12k people", {"scale": "words"}, 12000.0),
+    ("$2.174T", {"scale": "words"}, 2.174e12),
+    ("5 Million", {"scale": "words"}, 5e6),
+    ("10 km", {"scale": "words"}, 10.0),
+    ("3 millions", {"scale": "words"}, 3.0),
+    ("PTE 120 000 000", {"thousands": "any"}, 1.2e8),
+    ("CHF 1'049.95", {"thousands": "any"}, 1049.95),
+    ("$14{,}916$", {"thousands": "any"}, 14916.0),
+    ("1 234 5678", {"thousands": "any"}, 1234.0),
+    ("3/4", {"fractions": True}, 0.75),
+    ("-3/4", {"fractions": True}, -0.75),
+    ("\\boxed{\\frac{1}{2}}", {"pick": "answer", "fractions": True}, 0.5),
+    ("12/05/2023", {"fractions": True}, 12.0),
+    ("1/0", {"fractions": True}, 1.0),
+]

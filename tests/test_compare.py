@@ -298,7 +298,8 @@ def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> 
 def test_ids_that_differ_only_in_type_are_named() -> None:
     a = results(["1", "2", "3"], ["1", "2", "3"], ["1", "2", "3"])
     b = a.assign(id=[1, 2, 3])
-    with pytest.raises(InputError, match=r"differ only in type \(string in A, integer in B, e.g. '1' and 1\)"):
+    message = r"differ only in type \(string in A, integer in B, e.g. '1' and 1\)"
+    with pytest.raises(InputError, match=message):
         compare_results(a, b, id_col="id")
 
 

@@ -13,6 +13,8 @@ from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
 from tests.conftest import write_table
 
+ROOT = Path(__file__).resolve().parents[1]
+
 rng = np.random.default_rng(7)
 N = 503
 TABLE = pd.DataFrame(
@@ -133,3 +135,20 @@ def test_results_file_records_its_id_column(tmp_path: Path) -> None:
     metadata = pq.read_schema(tmp_path / "results.parquet").metadata
     assert metadata[b"numeric_diff/id_col"] == b"id"
     assert metadata[b"numeric_diff/threshold"] == b"0.99"  # the options, as the run params
+
+
+@pytest.mark.parametrize("pick", ["first", "answer"])
+def test_a_note_says_when_the_first_of_several_numbers_is_read(
+    pick: str, tmp_path: Path, tracking_uri: str
+) -> None:
+    source = str(ROOT / "examples" / "math_answers.csv")
+    config = JobConfig(predictions=source, results_dir=str(tmp_path), options=Options(pick=pick))
+    outcome = run_job(config)
+    note = "90% of outputs hold several numbers; the first is read (--pick answer reads"
+    summary = (tmp_path / "summary.md").read_text()
+    description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
+    if pick == "first":
+        assert any(n.startswith(note) for n in outcome.evaluation.notes)
+        assert "90% of outputs hold several numbers" in summary and note in description
+    else:  # reading the final answer: nothing to say
+        assert outcome.evaluation.notes == () and "several numbers" not in summary + description

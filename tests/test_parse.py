@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import numdiff_component.parse as parse_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.parse import several_numbers
+from tests.conftest import SPEC_READINGS
 
 SPEC_EXAMPLES = [
     # (value, options, number read)
@@ -74,29 +75,7 @@ SPEC_EXAMPLES = [
     ("nan", {}, None),
     ("1e999", {}, None),
     ("1e-400", {}, 0.0),
-    # SPEC §1.1, every example as written there
-    ("50\\%", {"percent": "fraction"}, 0.5),
-    ("... 48/2 = 24 clips\n#### 72", {"pick": "answer"}, 72.0),
-    ("So the answer is 18.", {"pick": "answer"}, 18.0),
-    ("The answer is $\\boxed{9}$ \\pmod{11}", {"pick": "answer"}, 9.0),
-    ("Step 1: 3+4=7. Step 2: 7*2=14", {"pick": "answer"}, 14.0),
-    ("The answer is eight", {"pick": "answer"}, None),
-    ("answers: 3 and 4", {"pick": "answer"}, 4.0),
-    ("$2.1 billion", {"scale": "words"}, 2.1e9),
-    ("12k people", {"scale": "words"}, 12000.0),
-    ("$2.174T", {"scale": "words"}, 2.174e12),
-    ("5 Million", {"scale": "words"}, 5e6),
-    ("10 km", {"scale": "words"}, 10.0),
-    ("3 millions", {"scale": "words"}, 3.0),
-    ("PTE 120 000 000", {"thousands": "any"}, 1.2e8),
-    ("CHF 1'049.95", {"thousands": "any"}, 1049.95),
-    ("$14{,}916$", {"thousands": "any"}, 14916.0),
-    ("1 234 5678", {"thousands": "any"}, 1234.0),
-    ("3/4", {"fractions": True}, 0.75),
-    ("-3/4", {"fractions": True}, -0.75),
-    ("\\boxed{\\frac{1}{2}}", {"pick": "answer", "fractions": True}, 0.5),
-    ("12/05/2023", {"fractions": True}, 12.0),
-    ("1/0", {"fractions": True}, 1.0),
+    *SPEC_READINGS,  # SPEC §1.1, every example as written there
 ]
 
 # Edges of SPEC §1.1 where its words decide, and the readings chosen where it is silent.

@@ -36,6 +36,7 @@ from numdiff_component.spark import (
 )
 from numdiff_component.tables import load_table
 from numdiff_component.tracking import load_results, metrics
+from tests.conftest import SPEC_READINGS
 
 pytestmark = pytest.mark.slow
 
@@ -88,6 +89,7 @@ TEXTS = [
     "-1.7976931348623157e308",
     "about 1,234,567.5 units",
     "12 apples, 13 pears",
+    *dict.fromkeys(text for text, _, _ in SPEC_READINGS),  # SPEC §1.1
 ]
 N = len(TEXTS)
 
@@ -164,6 +166,7 @@ def assert_same_results(got: pd.DataFrame, want: pd.DataFrame) -> None:
     assert got["label"].tolist() == want["label"].tolist()
 
 
+READINGS = {"pick": "answer", "scale": "words", "thousands": "any", "fractions": True}
 OPTION_SETS = [
     {},
     {"decimal_comma": True},
@@ -171,7 +174,34 @@ OPTION_SETS = [
     {"percent": "fraction"},
     {"floor": 0.0},
     {"decimal_comma": True, "pick": "last", "percent": "fraction", "floor": 0.0, "threshold": 0.5},
+    {"pick": "answer"},
+    {"scale": "words"},
+    {"thousands": "any"},
+    {"fractions": True},
+    {
+        "pick": "answer",
+        "scale": "words",
+        "thousands": "any",
+        "fractions": True,
+        "percent": "fraction",
+    },
+    {
+        "pick": "answer",
+        "scale": "words",
+        "thousands": "any",
+        "fractions": True,
+        "decimal_comma": True,
+    },
 ]
+
+
+def test_every_spec_reading_through_spark(spark: Any) -> None:
+    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written."""
+    for text, options, number in SPEC_READINGS:
+        sdf = spark.createDataFrame([(text, 1.0)], "output string, expected double")
+        (got,) = collect(score_spark(sdf, **options))["output_value"].tolist()
+        want = math.nan if number is None else number
+        assert got == pytest.approx(want, rel=1e-15, nan_ok=True), (text, options)
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: ",".join(o) or "defaults")
