@@ -389,8 +389,8 @@ def compare(
     a, b = load_results(run_a), load_results(run_b)
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
-    summary: dict[str, Any] = {"a": run_a, "b": run_b, **to_json(comparison, limit or None)}
-    summary["options"] = {"a": a.options, "b": b.options}
+    summary: dict[str, Any] = {"a": run_a, "b": run_b, "options": {"a": a.options, "b": b.options}}
+    summary.update(to_json(comparison, limit or None))
     if log_run:
         summary["run_id"] = log_comparison(summary, run_a, run_b, experiment_name=experiment_name)
     if as_json:
