@@ -897,6 +897,8 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         return np.zeros(len(array), bool)  # numbers, booleans, nulls: no text
     text = array
+    if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
+        return np.zeros(len(text), bool)
     if opts.thousands == "any" and _may_hold(text, b"{\\"):
         for latex in _LATEX_COMMAS:
             text = pc.replace_substring(text, latex, ",")
