@@ -15,12 +15,14 @@ from numdiff_component.cli import log_model, scoring_options
 from numdiff_component.cli import score as score_command
 from numdiff_component.options import OPTION_NAMES, SCHEMA, OptionSpec
 
+PICKS = ("first", "last", "answer")
+
 # name: (type, default, choices, low, high, domain as messages say it)
 DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "threshold": (float, 0.99, (), 0.0, 1.0, "a number between 0 and 1"),
     "floor": (float, 1.0, (), 0.0, math.inf, "a number >= 0"),
     "decimal_comma": (bool, False, (), -math.inf, math.inf, "True or False"),
-    "pick": (str, "first", ("first", "last"), -math.inf, math.inf, "one of 'first', 'last'"),
+    "pick": (str, "first", PICKS, -math.inf, math.inf, "one of 'first', 'last', 'answer'"),
     "percent": (
         str,
         "keep",
@@ -29,6 +31,9 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
         math.inf,
         "one of 'keep', 'fraction'",
     ),
+    "scale": (str, "none", ("none", "words"), -math.inf, math.inf, "one of 'none', 'words'"),
+    "thousands": (str, "comma", ("comma", "any"), -math.inf, math.inf, "one of 'comma', 'any'"),
+    "fractions": (bool, False, (), -math.inf, math.inf, "True or False"),
 }
 
 
@@ -69,6 +74,9 @@ BAD_VALUES = [
     ("pick", None),
     ("percent", "half"),
     ("percent", 0.5),
+    ("scale", "si"),
+    ("thousands", "space"),
+    ("fractions", "yes"),
 ]
 
 
@@ -105,7 +113,8 @@ def test_options_of_unknown_keyword_lists_the_options() -> None:
     with pytest.raises(OptionError) as error:
         Options.of(None, treshold=0.5, cutoff=1)
     assert str(error.value) == (
-        "unknown option 'cutoff'; options are threshold, floor, decimal_comma, pick, percent"
+        "unknown option 'cutoff'; options are threshold, floor, decimal_comma, pick, percent, "
+        "scale, thousands, fractions"
     )
 
 
@@ -182,5 +191,5 @@ def test_scoring_options_hand_the_command_one_validated_object() -> None:
 
     values = Options(pick="last").as_dict()
     assert command(other=1, **values) == (Options(pick="last"), 1)
-    with pytest.raises(OptionError, match="pick must be one of 'first', 'last', got 'x'"):
+    with pytest.raises(OptionError, match="pick must be one of 'first', 'last', 'answer', got 'x'"):
         command(other=1, **{**values, "pick": "x"})

@@ -65,6 +65,9 @@ def test_params_are_the_options_and_columns_under_the_prefix(tmp_path: Path) -> 
         "numeric_diff/decimal_comma": "false",  # as the MLproject spells it
         "numeric_diff/pick": "last",
         "numeric_diff/percent": "keep",
+        "numeric_diff/scale": "none",
+        "numeric_diff/thousands": "comma",
+        "numeric_diff/fractions": "false",
         "numeric_diff/output_col": "output",
         "numeric_diff/expected_col": "expected",
         "numeric_diff/id_col": "",  # no id column: an empty param, not "None"
