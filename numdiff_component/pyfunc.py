@@ -103,8 +103,8 @@ def log_numeric_diff_model(
     ``options`` are the scoring options of SPEC §2 (`Options`), validated first (`OptionError`)
     and stored as the model config. The model goes to the active run, or to a new run (named
     ``run_name``, in ``experiment_name`` when given; both are used only for a new run). It has
-    a signature
-    (``output``, ``expected`` strings in; the six result columns out) and an input example.
+    a signature (``output``, ``expected`` strings in; the six result columns out) and an input
+    example.
     ``ModelInfo.model_uri`` (``models:/<model_id>``) is what ``mlflow models serve -m`` and
     ``mlflow.pyfunc.load_model`` take; ``runs:/<run_id>/<name>`` works as well. A tracking
     failure raises `TrackingError`.
