@@ -466,29 +466,25 @@ def _classic(opts: Options) -> bool:
     )
 
 
-def _re2_token(opts: Options) -> str:
-    """The token alternatives in the plain path's order, without their look-arounds."""
+def _re2_token(opts: Options, *, scan: bool = False) -> str:
+    """The token alternatives in the plain path's order, without their look-arounds. With
+    ``scan``: each token left to right without overlap, as ``finditer`` finds them (a grouped
+    one takes the non-digit after it), with no named groups."""
     grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
-    token = (
-        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent})?"
-        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
-    )
+    tail = rf"{fraction}(?:{exponent})?|{exponent}"
+    grouped = rf"{grouped}(?:{tail}|[^0-9]|$)" if scan else rf"{grouped}(?:{tail})?"
+    token = rf"{grouped}|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
     if opts.fractions:
-        token = rf"{_frac_regex(opts.decimal_comma)}|(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)|{token}"
+        frac, slash = _frac_regex(opts.decimal_comma), "(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)"
+        if scan:
+            frac, slash = re.sub(r"\?P<\w+>", "", frac), re.sub(r"\?P<\w+>", "", slash)
+        token = rf"{frac}|{slash}|{token}"
     return token
 
 
 def _re2_scan(opts: Options) -> str:
     """Each token left to right without overlap (a grouped one takes the non-digit after it)."""
-    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
-    scan = (
-        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent}|[^0-9]|$)"
-        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
-    )
-    if opts.fractions:
-        frac = _frac_regex(opts.decimal_comma).replace("?P<fn>", "").replace("?P<fm>", "")
-        scan = rf"{frac}|[0-9]+/0*[1-9][0-9]*|{scan}"
-    return scan
+    return _re2_token(opts, scan=True)
 
 
 def _read_regex(opts: Options, *, leading: bool) -> str:
