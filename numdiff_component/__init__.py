@@ -2,6 +2,9 @@
 
 The core (`parse_number`, `score`, `score_frame`, `aggregate`) knows nothing of MLflow; the
 MLflow adapters are imported on first use so that ``import numdiff_component`` stays fast.
+
+The public API is `__all__` here, and `numdiff_component.spark.__all__`; every other module is
+internal and may change (docs/architecture.md says what each owns).
 """
 
 from __future__ import annotations

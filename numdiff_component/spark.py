@@ -328,3 +328,6 @@ class SparkEngine:
             batch_size=batch_rows or DEFAULT_BATCH_ROWS
         )
         yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+
+
+__all__ = ["SparkEngine", "aggregate_spark", "load_spark_table", "score_spark", "spark_session"]
