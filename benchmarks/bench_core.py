@@ -133,10 +133,11 @@ def cast_floor(df: pd.DataFrame) -> np.ndarray:
 SIMPLE = r"(?P<n>[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
 
 
-def extract_floor(df: pd.DataFrame) -> np.ndarray:
+def _regex_floor(df: pd.DataFrame, pattern: str) -> np.ndarray:
+    """One `pc.extract_regex` of ``pattern`` per column, the cast, the score arithmetic."""
     cols = []
     for c in ("output", "expected"):
-        tok = pc.struct_field(pc.extract_regex(pa.array(df[c]), SIMPLE), [0])
+        tok = pc.struct_field(pc.extract_regex(pa.array(df[c]), pattern), [0])
         cols.append(pc.cast(tok, pa.float64()).to_numpy(zero_copy_only=False))
     return _arith(*cols)
 
@@ -144,12 +145,12 @@ def extract_floor(df: pd.DataFrame) -> np.ndarray:
 LAST = rf"(?s).*{SIMPLE}"
 
 
+def extract_floor(df: pd.DataFrame) -> np.ndarray:
+    return _regex_floor(df, SIMPLE)
+
+
 def last_floor(df: pd.DataFrame) -> np.ndarray:
-    cols = []
-    for c in ("output", "expected"):
-        tok = pc.struct_field(pc.extract_regex(pa.array(df[c]), LAST), [0])
-        cols.append(pc.cast(tok, pa.float64()).to_numpy(zero_copy_only=False))
-    return _arith(*cols)
+    return _regex_floor(df, LAST)
 
 
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"

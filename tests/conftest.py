@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import strategies as st
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 BIN = str(Path(sys.executable).parent)
@@ -304,3 +305,14 @@ SPEC_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
     ("12/05/2023", {"fractions": True}, 12.0),
     ("1/0", {"fractions": True}, 1.0),
 ]
+
+
+# Every option that changes how a number is read, as hypothesis draws it.
+READING_STRATEGIES = {
+    "decimal_comma": st.booleans(),
+    "pick": st.sampled_from(["first", "last", "answer"]),
+    "percent": st.sampled_from(["keep", "fraction"]),
+    "scale": st.sampled_from(["none", "words"]),
+    "thousands": st.sampled_from(["comma", "any"]),
+    "fractions": st.booleans(),
+}

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import numdiff_component.parse as parse_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.parse import several_numbers
-from tests.conftest import SPEC_READINGS
+from tests.conftest import READING_STRATEGIES, SPEC_READINGS
 
 SPEC_EXAMPLES = [
     # (value, options, number read)
@@ -248,15 +248,7 @@ reading_texts = st.lists(
     ),
     max_size=12,
 ).map("".join)
-reading_options = st.builds(
-    Options,
-    decimal_comma=st.booleans(),
-    pick=st.sampled_from(["first", "last", "answer"]),
-    percent=st.sampled_from(["keep", "fraction"]),
-    scale=st.sampled_from(["none", "words"]),
-    thousands=st.sampled_from(["comma", "any"]),
-    fractions=st.booleans(),
-)
+reading_options = st.builds(Options, **READING_STRATEGIES)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
 from numdiff_component.job import JobConfig, run_job
+from tests.conftest import READING_STRATEGIES
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 values = st.one_of(finite, st.integers(), st.text(max_size=12), st.none(), st.booleans())
@@ -20,12 +21,7 @@ options = st.builds(
     Options,
     threshold=st.floats(0, 1),
     floor=st.one_of(st.just(1.0), st.just(0.0), st.floats(0, 1e6)),
-    decimal_comma=st.booleans(),
-    pick=st.sampled_from(["first", "last", "answer"]),
-    percent=st.sampled_from(["keep", "fraction"]),
-    scale=st.sampled_from(["none", "words"]),
-    thousands=st.sampled_from(["comma", "any"]),
-    fractions=st.booleans(),
+    **READING_STRATEGIES,
 )
 
 
