@@ -94,6 +94,8 @@ def deadline(what: str) -> Iterator[Callable[..., None]]:
     A timer signal, so the main thread's blocking socket read is interrupted; in another thread
     calls are bounded only by MLflow's own HTTP timeout. The previous handler is put back.
     """
+    import mlflow  # before the clock starts: importing it takes seconds, and is no call
+
     seconds = tracking_timeout()
     if threading.current_thread() is not threading.main_thread():
         yield lambda extra=0.0: None
@@ -110,8 +112,6 @@ def deadline(what: str) -> Iterator[Callable[..., None]]:
         arm()
         yield arm
     except _TimedOut:
-        import mlflow
-
         raise TrackingError(
             f"could not {what} at {mlflow.get_tracking_uri()}: no answer within {seconds:g} s "
             "(NUMDIFF_TRACKING_TIMEOUT)"
