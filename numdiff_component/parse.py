@@ -58,6 +58,8 @@ _SCALE_WORDS = "|".join(
     [_any_case(w) for w in ("thousand", "million", "billion", "trillion", "bn", "tn")]
     + ["k", "K", "M", "B", "T"]
 )
+# The letters a scale word can start with (a cheap first test, `_lead_regex`).
+_SCALE_FIRST = "".join(sorted({w[0] for w in _SCALES} | {w[0].upper() for w in _SCALES}))
 
 
 def _separators(decimal_comma: bool) -> tuple[str, str]:
@@ -270,11 +272,17 @@ def _lead_regex(opts: Options) -> str:
     separators there, then a fraction and an exponent; ``pct`` with ``percent="fraction"``.
     ``tok`` is the leftmost token when ``pre`` does not end with the decimal point (``.5``) and
     ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
+    With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
+    single character class (the words themselves make RE2 read the groups several times slower).
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(_separators(opts.decimal_comma)[0])
+    lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
+    if opts.scale == "words":
+        pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
+        return rf"{lead}(?:[ \t]*(?:(?P<sc>[{_SCALE_FIRST}]){pct}))?"
     pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
-    return rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?){pct}"
+    return lead + pct
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -423,7 +431,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
     has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
     of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
-    group; a row with a scale word after a digit or point is handed on.
+    group; a row with a scale word right after the token is handed on.
     """
     group, point = _separators(opts.decimal_comma)
     parts = pc.extract_regex(text, _lead_regex(opts))
@@ -437,8 +445,11 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
-    if opts.scale == "words":
-        found &= ~_mask(pc.match_substring_regex(text, rf"[0-9.,][ \t]*(?:{_SCALE_WORDS})"))
+    if opts.scale == "words":  # the words are looked for only where `sc` found their letter
+        maybe = found & (_lengths(parts.field("sc")) > 0)
+        if maybe.any():
+            word = rf"[0-9.,][ \t]*(?:{_SCALE_WORDS})"
+            found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
@@ -510,10 +521,11 @@ def _reversed_answer_regex() -> str:
     differ by leading ``#``, which no token reads. After ``is`` (``c``, its reversed last
     character) the span must start with a non-letter; a ``:`` kept there changes no reading.
     ``ans`` is the word answer, ``ctx`` the character before it (empty at the start).
+    The ``^`` changes no match (``.*?`` lets every match start at 0) but makes RE2 faster.
     """
     is_ = _any_case("si")
     return (
-        rf"(?s)(?P<r>.*?)(?:(?P<box>\{{dexob\\|\{{xobf\\)|####"
+        rf"(?s)^(?P<r>.*?)(?:(?P<box>\{{dexob\\|\{{xobf\\)|####"
         rf"|(?:[:=][ \t]*|(?P<c>[^A-Za-z]){is_}[ \t]*|^{is_}[ \t]*)"
         rf"(?P<ans>{_any_case('rewsna')})(?P<ctx>[^A-Za-z]|$))"
     )
@@ -688,6 +700,18 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
+def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the first token of each string (no nulls, no `_MARK`); NaN where none.
+
+    A string with one digit run holds one token at most, its first and its last: `_parse_lead`
+    reads it (one cheap pass); only the others go to `_read`, several times slower per row.
+    """
+    out, rest = _parse_lead(strings, Options.of(opts, pick="last"))
+    if rest.any():
+        out[rest] = _read(strings.filter(rest), opts)
+    return out
+
+
 def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
     r, c, box = _reversed_search(text, _reversed_answer_regex(), ("r", "c", "box", "ans"))[:3]
@@ -724,8 +748,8 @@ def _may_hold(strings: pa.Array, chars: bytes) -> bool:
     data = strings.buffers()[2]
     if data is None:
         return False
-    buffer = np.frombuffer(data, np.uint8)
-    return any(bool((buffer == byte).any()) for byte in set(chars))
+    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
+    return any(bytes([byte]) in text for byte in set(chars))
 
 
 def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
@@ -760,7 +784,7 @@ def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
                 has, span, deep = _answer_spans(strings.filter(marked))
                 found = index[marked][has]
                 hard[found[deep]] = True  # the plain path reads those
-                out[found[~deep]] = _read(span.filter(~deep), opts)
+                out[found[~deep]] = _first_values(span.filter(~deep) if deep.any() else span, opts)
         # Marked rows are hidden (nulls sharing the buffers), not filtered out (a copy).
         values = _last_values(_nulls_where(strings, marked) if marked.any() else strings, opts)
         out[index[~marked]] = values[~marked]
