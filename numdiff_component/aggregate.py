@@ -104,6 +104,21 @@ def pass_rate_stderr(pass_rate: float, n: float) -> float:
     return math.sqrt(pass_rate * (1 - pass_rate) / (n - 1)) if n > 1 else math.nan
 
 
+def headline(aggregates: Mapping[str, float]) -> str:
+    """The aggregates in one line: mean score ± its standard error, rows passed of all.
+
+    >>> headline({"mean_score": 0.75, "mean_score_stderr": 0.25, "pass_rate": 0.5, "n_rows": 4})
+    'Mean score 0.7500 ± 0.2500 · passed 2 of 4 rows (50.0%)'
+    """
+    n = int(aggregates["n_rows"])
+    mean = aggregates.get("mean_score", math.nan)
+    stderr = aggregates.get("mean_score_stderr", math.nan)
+    text = "n/a" if math.isnan(mean) else f"{mean:.4f}"
+    text += "" if math.isnan(stderr) else f" ± {stderr:.4f}"
+    rate = aggregates["pass_rate"]
+    return f"Mean score {text} · passed {round(rate * n):,} of {n:,} rows ({rate:.1%})"
+
+
 def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, float]:
     """Aggregate scored rows: ``mean_score``, ``pass_rate``, ``mae``, ``mean_score_stderr``,
     ``n_rows``, ``n_unparseable`` (SPEC §3).

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import pass_rate_stderr
+from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.errors import visible
 from numdiff_component.options import Options
 from numdiff_component.scoring import UNPARSEABLE
@@ -317,7 +317,7 @@ class ReportBuilder:
         lines = [
             "# Numeric diff report",
             "",
-            f"**{self._headline(aggregates)}**",
+            f"**{headline(self._totals(aggregates))}**",
             "",
             *(f"- {_markdown(_text(note, None))}" for note in notes),
             *([""] if notes else []),
@@ -377,7 +377,7 @@ class ReportBuilder:
             f"<style>{_CSS}</style>",
             "</head><body>",
             "<h1>Numeric diff report</h1>",
-            f'<p class="headline">{esc(self._headline(aggregates))}</p>',
+            f'<p class="headline">{esc(headline(self._totals(aggregates)))}</p>',
             *(f'<p class="note">{esc(_text(note, None))}</p>' for note in notes),
             f"<p>Input: <code>{esc(_text(source, None))}</code>, {esc(self._counts())}.</p>",
             "<h2>Aggregates</h2>",
@@ -395,14 +395,10 @@ class ReportBuilder:
         ]
         return "\n".join(parts) + "\n"
 
-    def _headline(self, aggregates: Mapping[str, float]) -> str:
-        n = self.n_rows
-        mean = aggregates.get("mean_score", math.nan)
-        stderr = aggregates.get("mean_score_stderr", math.nan)
-        mean_text = "n/a" if math.isnan(mean) else f"{mean:.4f}"
-        mean_text += "" if math.isnan(stderr) else f" ± {stderr:.4f}"
-        rate = f" ({self.n_passed / n:.1%})" if n else ""
-        return f"Mean score {mean_text} · passed {self.n_passed:,} of {n:,} rows{rate}"
+    def _totals(self, aggregates: Mapping[str, float]) -> Mapping[str, float]:
+        """``aggregates``, with the row and pass counts of the rows fed where it lacks them."""
+        rate = self.n_passed / self.n_rows if self.n_rows else 0.0
+        return {"n_rows": self.n_rows, "pass_rate": rate, **aggregates}
 
     def _counts(self) -> str:
         return f"{self.n_rows:,} rows ({self.n_unparseable:,} unparseable)"

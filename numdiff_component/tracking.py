@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from numdiff_component.aggregate import pass_rate_stderr
+from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.options import OPTION_NAMES, Options
 
@@ -33,12 +33,6 @@ RESULTS_JSON = "results.json"
 RESULTS_METADATA = "_numdiff.json"
 """In a Spark results folder: what its file's metadata says in a pandas results file."""
 LOG_TABLE_MAX_ROWS = 100_000
-
-
-def _failures() -> tuple[type[BaseException], ...]:
-    from mlflow.exceptions import MlflowException
-
-    return (MlflowException, OSError)  # network errors (requests') are OSErrors
 
 
 @contextmanager
@@ -51,13 +45,9 @@ def mlflow_errors(what: str) -> Iterator[None]:
 
     try:
         yield
-    except MlflowException as exc:
-        if exc.error_code == "INVALID_PARAMETER_VALUE":  # a name or value the user gave
+    except (MlflowException, OSError) as exc:  # network errors (requests') are OSErrors
+        if getattr(exc, "error_code", None) == "INVALID_PARAMETER_VALUE":  # the user's value
             raise InputError(f"MLflow refused a value: {first_line(exc)}") from exc
-        raise TrackingError(
-            f"could not {what} at {mlflow.get_tracking_uri()}: {first_line(exc)}"
-        ) from exc
-    except OSError as exc:
         raise TrackingError(
             f"could not {what} at {mlflow.get_tracking_uri()}: {first_line(exc)}"
         ) from exc
@@ -196,7 +186,8 @@ def record_failure(message: str, exit_code: int) -> None:
         return
     from mlflow import MlflowClient
 
-    with contextlib.suppress(TrackingError, *_failures()), deadline("tag the run"):
+    what = "tag the run"
+    with contextlib.suppress(TrackingError, InputError), deadline(what), mlflow_errors(what):
         client = MlflowClient()
         client.set_tag(run_id, f"{PREFIX}.error", message[:5000])
         client.set_tag(run_id, f"{PREFIX}.exit_code", str(exit_code))
@@ -251,20 +242,11 @@ class Evaluation:
             return None
         return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
 
-    def headline(self) -> str:
-        """One line: mean score ± standard error, rows passed, unparseable rows."""
-        agg = self.aggregates
-        n, stderr = int(agg["n_rows"]), agg["mean_score_stderr"]
-        plus = "" if math.isnan(stderr) else f" ± {stderr:.4f}"
-        passed = round(agg["pass_rate"] * n)
-        return (
-            f"mean score {agg['mean_score']:.4f}{plus}; passed {passed:,} of {n:,} "
-            f"({agg['pass_rate']:.1%}); {int(agg['n_unparseable']):,} unparseable"
-        )
-
     def description(self) -> str:
         """The run's description (Markdown): the headline, the input, the gate."""
-        lines = [f"**Numeric diff**: {self.headline()}.", "", f"Input: `{self.source}`"]
+        unparseable = int(self.aggregates["n_unparseable"])
+        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
+        lines = [f"**Numeric diff**: {summary}.", "", f"Input: `{self.source}`"]
         lines += [line for note in self.notes for line in ("", f"Note: {note}.")]
         if self.gate is not None:
             rate = self.aggregates["pass_rate"]

@@ -99,8 +99,8 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     agg = outcome.evaluation.aggregates
     n_passed = round(agg["pass_rate"] * N)
     description = run.data.tags["mlflow.note.content"]
-    assert f"mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
-    assert f"passed {n_passed} of {N}" in description and source in description
+    assert f"Mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
+    assert f"passed {n_passed} of {N} rows" in description and source in description
     assert run.data.tags["numeric_diff.input"] == source  # absolute, as given here
     assert run.data.tags["numeric_diff.engine"] == "pandas"
     assert run.data.tags["numeric_diff.gate"] == ("passed" if agg["pass_rate"] >= 0.5 else "failed")
