@@ -18,6 +18,11 @@ Pick = Literal["first", "last", "answer"]
 Percent = Literal["keep", "fraction"]
 Scale = Literal["none", "words"]
 Thousands = Literal["comma", "any"]
+Fractions = bool | Literal["all"]
+Words = Literal["none", "en"]
+Digits = Literal["ascii", "any"]
+Ranges = Literal["none", "mid"]
+Negative = Literal["sign", "parens"]
 
 
 def _option(
@@ -49,7 +54,7 @@ class OptionSpec:
     def domain(self) -> str:
         """The allowed values, as error messages and help texts say them."""
         if self.kind is bool:
-            return "True or False"
+            return "True or False" + "".join(f" or {c!r}" for c in self.choices)
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         if math.isinf(self.high):
@@ -59,7 +64,7 @@ class OptionSpec:
     def validate(self, value: Any) -> Any:
         """``value`` in this option's type; `OptionError` naming the domain when it is not."""
         if self.kind is bool:
-            ok = isinstance(value, bool)
+            ok = isinstance(value, bool) or (isinstance(value, str) and value in self.choices)
         elif self.kind is float:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             if ok:
@@ -111,8 +116,38 @@ class Options:
         "as thousands separators: '120 000 000', \"1'049.95\".",
         choices=("comma", "any"),
     )
-    fractions: bool = _option(
-        False, "Read 'A/B' and LaTeX '\\frac{N}{M}' as their value; dates stay integers."
+    fractions: Fractions = _option(
+        False,
+        "Read 'A/B' and LaTeX '\\frac{N}{M}' as their value; dates stay integers. 'all' also "
+        "reads mixed numbers ('2 1/2'), vulgar fractions ('\u00bd') and '\\frac12'.",
+        choices=("all",),
+    )
+    words: Words = _option(
+        "none",
+        "'en' reads English number phrases: 'twenty-one', 'a hundred and two', 'two and a half'.",
+        choices=("none", "en"),
+    )
+    digits: Digits = _option(
+        "ascii",
+        "'any' reads the decimal digits of every script: full-width '\uff11\uff12\uff13', "
+        "Arabic-Indic '\u0661\u0662\u0663'.",
+        choices=("ascii", "any"),
+    )
+    scientific: bool = _option(
+        False, "Read scientific notation: '2.48\u00d710\u22125', '3 \\times 10^{8}', '10^6'."
+    )
+    ranges: Ranges = _option(
+        "none",
+        "'mid' reads a range as its midpoint: '7 to 10' is 8.5, '$5-$10' is 7.5.",
+        choices=("none", "mid"),
+    )
+    negative: Negative = _option(
+        "sign",
+        "'parens' also reads an amount in parentheses as negative: '($99.99)' is -99.99.",
+        choices=("sign", "parens"),
+    )
+    prices: bool = _option(
+        False, "Read price typography: '$119. 95' is 119.95, '35\u20ac99' is 35.99."
     )
 
     def __post_init__(self) -> None:
