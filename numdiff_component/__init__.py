@@ -15,7 +15,7 @@ from typing import Any
 from numdiff_component.aggregate import AGGREGATE_NAMES, Totals, aggregate
 from numdiff_component.errors import InputError, NumdiffError, OptionError, TrackingError
 from numdiff_component.options import Options
-from numdiff_component.parse import parse_column, parse_number
+from numdiff_component.reading import parse_column, parse_number
 from numdiff_component.scoring import RESULT_COLUMNS, ScoreResult, score, score_frame
 
 __version__ = "0.1.0"

@@ -28,7 +28,7 @@ from pydantic import PrivateAttr, create_model
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options
-from numdiff_component.parse import parse_column
+from numdiff_component.reading import parse_column
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_values
 
 METRIC_NAME = "numeric_diff"

@@ -29,7 +29,7 @@ import pandas as pd
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
-from numdiff_component.parse import several_numbers
+from numdiff_component.reading import several_numbers
 from numdiff_component.report import (
     HISTOGRAM_PNG,
     REPORT_HTML,

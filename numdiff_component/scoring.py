@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
-from numdiff_component.parse import parse_column, parse_number
+from numdiff_component.reading import parse_column, parse_number
 
 RESULT_SCHEMA = pa.schema(
     [

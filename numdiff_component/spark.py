@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, first_line, missing_column
 from numdiff_component.options import Options
-from numdiff_component.parse import parse_column
+from numdiff_component.reading import parse_column
 from numdiff_component.scoring import (
     RESULT_COLUMNS,
     RESULT_SCHEMA,

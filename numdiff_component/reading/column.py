@@ -1,0 +1,279 @@
+"""The column reader: `parse_column` and `several_numbers`, vectorised (pyarrow and numpy).
+
+Rows whose reading may depend on a rule the RE2 tiers do not express (SPEC v3's sign before a
+currency symbol, and each §1.2 reading that is on) are found by one cheap RE2 test each (`route`)
+and read by the one-value reader, once per distinct text; all other rows are read by the tiers
+(`tiers`, `tiers_readings`) with §1.2's readings off, which for them read the same: each test
+is a superset of the texts where its rule can read anything (the argument is beside each test).
+Differential property tests prove the column reader equal to `parse_number`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from numdiff_component.options import Options
+from numdiff_component.reading.fractions import VULGAR
+from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, SIGNS, any_case
+from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
+from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
+from numdiff_component.reading.tiers import (
+    _MARK,
+    _cast_whole,
+    _mask,
+    _nulls_where,
+    _parse_full,
+    _parse_lead,
+)
+from numdiff_component.reading.tiers_readings import (
+    _classic,
+    _hard_regex,
+    _may_hold,
+    _parse_general,
+    _re2_scan,
+)
+from numdiff_component.reading.words import FIRST_WORDS
+
+# --- which rows the one-value reader reads ------------------------------------------------
+#
+# Each test matches every text where its rule can read anything; a text it does not match reads
+# the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
+
+# SPEC v3 §1: a sign before ONE currency symbol ("-$5"). Without a sign right before a currency
+# symbol the v3 rule reads as v2's, which the tiers implement.
+_CURRENCY_SIGN = f"[{SIGNS.replace('-', chr(92) + '-')}][{CURRENCY}]"
+_ROUTES: dict[str, Callable[[Options], str | None]] = {
+    # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
+    # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
+    "words": lambda o: (
+        rf"(?i)(?:^|[^a-z&])(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)" if o.words == "en" else None
+    ),
+    # §1.2.2: only a digit that is not ASCII reads differently.
+    "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
+    # §1.2.3: a vulgar fraction, any \frac (bare arguments, W\frac), or W, a blank, A/.
+    "fractions": lambda o: (
+        rf"[{VULGAR}]|\\[dt]?frac|[0-9][ \t][0-9]+/" if o.fractions == "all" else None
+    ),
+    # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
+    "scientific": lambda o: (
+        rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])" if o.scientific else None
+    ),
+    # §1.2.5: X's last character (a digit, a point, the } of a \frac: other token ends are
+    # routed by their own readings' tests), blanks, a unit of at most 16, blanks, a connector.
+    "ranges": lambda o: (
+        rf"[0-9.,}}][ \t]*[^ \t]{{0,17}}[ \t]*(?:[-\x{{2013}}]|[tT][oO][ \t])|{any_case('between')}"
+        if o.ranges == "mid"
+        else None
+    ),
+    # §1.2.6: an enclosure opens with "(".
+    "negative": lambda o: r"\(" if o.negative == "parens" else None,
+    # §1.2.7: a token ending with its mark, a space and two digits; or digits then €.
+    "prices": lambda o: r"[0-9][.,] [0-9][0-9]|[0-9]€" if o.prices else None,
+}
+
+
+@lru_cache(maxsize=64)
+def route_regex(opts: Options) -> str:
+    """One RE2 pattern matching the rows the one-value reader reads for these options."""
+    return "|".join([_CURRENCY_SIGN, *filter(None, (test(opts) for test in _ROUTES.values()))])
+
+
+@lru_cache(maxsize=64)
+def tier_options(opts: Options) -> Options:
+    """The options with §1.2's readings off: how the tiers read the other rows."""
+    return Options.of(
+        opts,
+        fractions=bool(opts.fractions),
+        words="none",
+        digits="ascii",
+        scientific=False,
+        ranges="none",
+        negative="sign",
+        prices=False,
+    )
+
+
+def route(text: pa.Array, opts: Options) -> np.ndarray:
+    """The rows the one-value reader reads (a cheap byte test first: with the default options
+    only a row holding a currency symbol can match)."""
+    pattern = route_regex(opts)
+    if pattern == _CURRENCY_SIGN and not _may_hold(text, b"$\xc2\xe2"):
+        return np.zeros(len(text), bool)
+    return _mask(pc.match_substring_regex(text, pattern))
+
+
+def _read_plain(text: pa.Array, opts: Options, read: Callable[[str], float]) -> np.ndarray:
+    """``read`` of each string (no nulls), once per distinct string."""
+    encoded = pc.dictionary_encode(text)
+    distinct = np.array([read(s) for s in encoded.dictionary.to_pylist()], dtype=float)
+    return distinct[np.asarray(encoded.indices)] if len(distinct) else np.full(len(text), np.nan)
+
+
+def _value_or_nan(opts: Options) -> Callable[[str], float]:
+    def read(text: str) -> float:
+        value = parse_text(text, opts)
+        return np.nan if value is None else value
+
+    return read
+
+
+def _tiers(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of a string array (nulls allowed) by the tiers; NaN where no number.
+
+    `parse_lead`, and the rows it hands on to `parse_full`; with §1.1's readings,
+    `parse_general`.
+    """
+    if not _classic(opts):
+        return _parse_general(text, opts)
+    out, rest = _parse_lead(text, opts)
+    if opts.pick == "last":  # a row holding the marker itself takes the plain path
+        marked = rest & _mask(pc.match_substring(text, _MARK))
+        for i in np.flatnonzero(marked):
+            value = parse_text(text[i].as_py(), opts)
+            out[i] = np.nan if value is None else value
+        rest &= ~marked
+    if rest.any():
+        out[rest] = _parse_full(text.filter(rest), opts)
+    return out
+
+
+def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of a string array (nulls allowed); NaN where no number.
+
+    `cast_whole` first (a string Arrow casts to a finite float is a signed plain token, which
+    no reading of §1.2 reads otherwise); then the routed rows by the one-value reader and the
+    others by the tiers.
+    """
+    base = tier_options(opts)
+    valid = np.asarray(text.is_valid(), dtype=bool)
+    out = _cast_whole(text, base)
+    todo = valid if out is None else valid & ~np.isfinite(out)
+    if out is None:
+        out = np.full(len(text), np.nan)
+    if not todo.any():
+        return out
+    plain = todo & route(text, opts)
+    todo &= ~plain
+    if todo.any():
+        hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
+        out[todo] = _tiers(hidden, base)[todo]
+    if plain.any():
+        out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
+    return out
+
+
+_HOMOGENEOUS = {
+    "string",
+    "integer",
+    "floating",
+    "mixed-integer-float",
+    "decimal",
+    "boolean",
+    "empty",
+}
+
+
+def _as_arrow(values: Any) -> pa.Array | None:
+    """The column as one Arrow array, or ``None`` when its Python objects mix types."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    else:
+        series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+        # Arrow would quietly turn a bool among floats into 1.0: mixed objects go one by one.
+        if series.dtype == object and pd.api.types.infer_dtype(series) not in _HOMOGENEOUS:
+            return None
+        try:
+            array = pa.array(series, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            return None
+        if isinstance(array, pa.ChunkedArray):  # a pandas column Arrow holds in chunks
+            array = array.combine_chunks()
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def parse_column(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:
+    """Read the number of every value in a column; float64 array, NaN where there is none.
+
+    ``values`` is a pandas Series, a pyarrow array or a sequence. Equal, value for value, to
+    `parse_number` (NaN for ``None``).
+
+    >>> parse_column(["42", "about -3.5 units", "n/a", None]).tolist()
+    [42.0, -3.5, nan, nan]
+    """
+    opts = Options.of(options, **overrides)
+    array = _as_arrow(values)
+    if array is None or not (
+        pa.types.is_string(array.type)
+        or pa.types.is_large_string(array.type)
+        or pa.types.is_integer(array.type)
+        or pa.types.is_floating(array.type)
+        or pa.types.is_decimal(array.type)
+        or pa.types.is_boolean(array.type)
+        or pa.types.is_null(array.type)
+    ):
+        # Mixed Python objects and other types (dates, lists...) are read one by one as text.
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
+        parsed = (parse_number(v, opts) for v in items)
+        return np.array([np.nan if v is None else v for v in parsed], dtype=float)
+    if pa.types.is_boolean(array.type) or pa.types.is_null(array.type):
+        return np.full(len(array), np.nan)
+    if pa.types.is_decimal(array.type):
+        # Through text: Arrow's decimal-to-float conversion is not always correctly rounded.
+        return parse_column(pc.cast(array, pa.string()), Options())
+    if pa.types.is_integer(array.type) or pa.types.is_floating(array.type):
+        numbers = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        numbers = np.asarray(numbers, dtype=float)
+        return np.where(np.isfinite(numbers), numbers, np.nan)
+    out = _parse_strings(array, opts)
+    out[np.isinf(out)] = np.nan  # a token too large for a float
+    return out
+
+
+def several_numbers(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:
+    """Whether each value is text holding two or more numeric tokens (by the options' grammar).
+
+    Tells where ``pick="first"`` may read another number than the answer. ``False`` for
+    missing values and for values that are not text.
+
+    >>> several_numbers(["3 apples and 4 pears", "42", "1,234.5", None, 7]).tolist()
+    [True, False, False, False, False]
+    >>> several_numbers(["3/4", "1 234"], fractions=True, thousands="any").tolist()
+    [False, False]
+    """
+    opts = Options.of(options, **overrides)
+    array = _as_arrow(values)
+    if array is None:  # Python objects of mixed types: one by one
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
+        return np.array([isinstance(v, str) and count_tokens(v, opts) == 2 for v in items], bool)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return np.zeros(len(array), bool)  # numbers, booleans, nulls: no text
+    text, full, opts = array, opts, tier_options(opts)
+    if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
+        return np.zeros(len(text), bool)
+    plain = route(text, full)
+    if opts.thousands == "any" and _may_hold(text, b"{\\"):
+        for latex in LATEX_COMMAS:
+            text = pc.replace_substring(text, latex, ",")
+    # At most one digit run: at most one token. The others are counted by the scan, except the
+    # rows it may cut differently (`_hard_regex`, or holding `_MARK`): those one by one.
+    rest = ~_mask(pc.match_substring_regex(text, "^[^0-9]*(?:[0-9]+[^0-9]*)?$")) & ~plain
+    out = np.zeros(len(text), bool)
+    if plain.any():
+        count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
+        out[plain] = count > 0
+    hard_regex = "|".join(filter(None, [_hard_regex(opts), "\\x{e000}"]))
+    hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
+    rest &= ~hard
+    if rest.any():
+        marked = pc.replace_substring_regex(text.filter(rest), _re2_scan(opts), _MARK)
+        out[rest] = np.asarray(pc.count_substring(marked, _MARK)) >= 2
+    for i in np.flatnonzero(hard):
+        out[i] = count_tokens(array[i].as_py(), opts) == 2
+    return out

@@ -1,0 +1,29 @@
+r"""SPEC §1.2.6 ``negative="parens"``: an amount in parentheses is negative (``($99.99)``).
+
+Enclosed: ``(`` (not after ``\``), blanks, optionally a currency symbol and blanks, the token and
+its scale word, blanks, optionally ``%`` or ``\%``, blanks, ``)``. A sign between breaks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from numdiff_component.reading.grammar import CURRENCY
+
+_CLOSE = re.compile(r"[ \t]*(?:\\?%)?[ \t]*\)")
+
+
+def enclosed(text: str, start: int, end: int) -> bool:
+    """Whether the token from ``start`` to ``end`` (with its scale word) stands in parentheses.
+
+    The blanks before the token are walked back over: a cost the scan paid reaching the token."""
+    if not _CLOSE.match(text, end):
+        return False
+    i = start
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    if i > 0 and text[i - 1] in CURRENCY:
+        i -= 1
+        while i > 0 and text[i - 1] in " \t":
+            i -= 1
+    return i > 0 and text[i - 1] == "(" and (i < 2 or text[i - 2] != "\\")

@@ -1,0 +1,238 @@
+"""The one-value reader: SPEC §1 to §1.2 read plainly from the rules of this package.
+
+At each position where a token can start, the token kinds are tried in the order of §1.2's
+preamble (mixed number, ``\\frac``, ``A/B``, ``10^E``, vulgar fraction, decimal token with its
+price or times-ten tail, number phrase); with ``ranges="mid"`` the token found is extended to
+a range. Then its value: the number, its sign (§1), times the scale word, over 100 for a
+percent, negated by parentheses (§1.2.6). Every step is anchored at a known position and
+reads forward only what it consumes, plus a bounded look; a position where nothing reads
+is passed once: linear time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from itertools import islice
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from numdiff_component.options import Options
+from numdiff_component.reading import fractions, ranges, scientific
+from numdiff_component.reading.grammar import (
+    EXTRA_SEPARATORS,
+    LATEX_COMMAS,
+    decimal,
+    digit_class,
+    literal,
+    negative_sign,
+    separators,
+)
+from numdiff_component.reading.marks import answer_span, percent_after, scale_after
+from numdiff_component.reading.parens import enclosed
+from numdiff_component.reading.prices import price_tail
+from numdiff_component.reading.words import read_phrase
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token of a text: its number (signed already for a range), where it starts and ends,
+    and where its scale word is looked for (the end of Y for a range)."""
+
+    number: float
+    start: int
+    end: int
+    scale_at: int
+    is_range: bool = False
+
+
+@lru_cache(maxsize=64)
+def _starts(
+    decimal_comma: bool, digits: str, fractions_: bool | str, words: bool
+) -> re.Pattern[str]:
+    """Where a token may start: a digit, the point before a digit, ``\\`` of ``\\frac``, a vulgar
+    fraction, the first letter of a word."""
+    d = digit_class(Options(digits=digits))  # type: ignore[arg-type]
+    point = literal(separators(decimal_comma)[1])
+    starts = [d, rf"{point}{d}"]
+    if fractions_:
+        starts.append(r"\\[dt]?frac")
+    if fractions_ == "all":
+        starts.append(f"[{fractions.VULGAR}]")
+    if words:
+        starts.append(r"(?<![A-Za-z&])[A-Za-z&]")
+    return re.compile("|".join(starts))
+
+
+def _plain_number(token: str, decimal_comma: bool) -> str:
+    """A decimal token's text without separators, ``.`` as its point (for ``float``)."""
+    group, point = separators(decimal_comma)
+    token = token.replace("\\,", "")
+    for separator in (group, *EXTRA_SEPARATORS[:-1]):
+        token = token.replace(separator, "")
+    return token.replace(point, ".").replace("\u2212", "-")
+
+
+def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
+    """The decimal token at ``pos`` (§1), with its price (§1.2.7) or times-ten tail (§1.2.4)."""
+    found = decimal(opts).match(text, pos)
+    if not found:
+        return None
+    number = _plain_number(found.group(), opts.decimal_comma)
+    if found.group("exp") is None and found.group("exp2") is None:
+        point = separators(opts.decimal_comma)[1]
+        tail = price_tail(text, found.end(), number, point) if opts.prices else None
+        if tail is None and opts.scientific:
+            tail = scientific.times_ten_tail(text, found.end(), number)
+        if tail is not None:
+            return tail
+    return float(number), found.end()
+
+
+def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | None:
+    """The token starting at ``pos``, kinds tried in the order of SPEC §1.2 (no range)."""
+    found: tuple[float, int] | None = None
+    if opts.fractions == "all":
+        found = fractions.read_mixed(text, pos, opts)
+    if found is None and opts.fractions:
+        found = fractions.read_frac(text, pos, opts) or fractions.read_slash(text, pos, opts)
+    if found is None and opts.scientific:
+        found = scientific.read_power(text, pos)
+    if found is None and opts.fractions == "all":
+        found = fractions.read_vulgar(text, pos, opts)
+    if found is None:
+        found = _decimal_at(text, pos, opts)
+    if found is None and words and opts.words == "en":
+        found = read_phrase(text, pos, opts.digits == "any")
+    return None if found is None else Token(found[0], pos, found[1], found[1])
+
+
+def _range(text: str, x: Token, opts: Options, words: bool) -> Token | None:
+    def read_y(text: str, pos: int) -> ranges.Read | None:
+        y = token_at(text, pos, opts, words)
+        return None if y is None else ranges.Read(y.number, y.start, y.end)
+
+    signed = -x.number if negative_sign(text, x.start) else x.number
+    found = ranges.extend(text, ranges.Read(signed, x.start, x.end), read_y, opts.digits == "any")
+    if found is None:
+        return None
+    mid, y_end = found
+    return Token(mid.value, mid.start, mid.end, y_end, is_range=True)
+
+
+def tokens(text: str, opts: Options, words: bool = True) -> Iterator[Token]:
+    """The tokens of ``text`` left to right without overlap."""
+    starts = _starts(opts.decimal_comma, opts.digits, opts.fractions, words and opts.words == "en")
+    pos = 0
+    while found := starts.search(text, pos):
+        token = token_at(text, found.start(), opts, words)
+        if token is None:
+            pos = found.start() + 1
+            continue
+        if opts.ranges == "mid":
+            token = _range(text, token, opts, words) or token
+        yield token
+        pos = token.end
+
+
+def value(text: str, token: Token | None, opts: Options) -> float | None:
+    """The value of a token of ``text``: number, sign, scale word, percent, parentheses."""
+    if token is None:
+        return None
+    number = token.number
+    if not token.is_range and negative_sign(text, token.start):
+        number = -number
+    end = token.scale_at
+    if opts.scale == "words":
+        factor, end = scale_after(text, end)
+        number = number * factor
+    if opts.percent == "fraction" and percent_after(text, end) is not None:
+        number = number / 100
+    if opts.negative == "parens" and not token.is_range and enclosed(text, token.start, end):
+        number = -number
+    return number if math.isfinite(number) else None
+
+
+def _latex_commas(text: str, opts: Options) -> str:
+    if opts.thousands == "any":
+        for latex in LATEX_COMMAS:
+            text = text.replace(latex, ",")
+    return text
+
+
+def _last(items: Iterator[Token]) -> Token | None:
+    last = None
+    for last in items:  # noqa: B007
+        pass
+    return last
+
+
+def parse_text(text: str, options: Options) -> float | None:
+    """The number in ``text`` by SPEC §1 to §1.2, or ``None``."""
+    text = _latex_commas(text, options)
+    if options.pick == "answer":
+        span = answer_span(text)
+        if span is not None:  # read as if the span were the whole text
+            return value(span, next(tokens(span, options), None), options)
+    if options.pick == "first":
+        return value(text, next(tokens(text, options), None), options)
+    if options.pick == "answer" and options.words == "en":
+        # No marker: phrases are tokens only in a text with no other token (§1.2.1).
+        last = _last(tokens(text, options, words=False))
+        if last is not None:
+            return value(text, last, options)
+    return value(text, _last(tokens(text, options)), options)
+
+
+def count_tokens(text: str, opts: Options, at_most: int = 2) -> int:
+    """How many tokens ``text`` holds (counting stops at ``at_most``)."""
+    return len(list(islice(tokens(_latex_commas(text, opts), opts), at_most)))
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, (float, np.floating)) and math.isnan(value)
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def parse_number(value: Any, options: Options | None = None, **overrides: Any) -> float | None:
+    """Read the number in ``value`` (SPEC §1); ``None`` when it has none.
+
+    ``None``, NaN and booleans have no number; ints, floats, Decimals and numpy numbers give
+    their value when finite; anything else is read as text, its first (or, with
+    ``pick="last"``, last) numeric token taken, with its sign when the sign stands alone.
+
+    >>> parse_number("The answer is $1,234.50.")
+    1234.5
+    >>> parse_number("x=-3"), parse_number("COVID-19"), parse_number("twelve")
+    (-3.0, 19.0, None)
+    >>> parse_number("Loss: -$1,234.50"), parse_number("US-$5")
+    (-1234.5, 5.0)
+    >>> parse_number("3,14", decimal_comma=True), parse_number("50 %", percent="fraction")
+    (3.14, 0.5)
+    >>> parse_number("Between 3 and 4, final answer 4", pick="last")
+    4.0
+    >>> parse_number("The answer is twenty-one.", pick="answer", words="en")
+    21.0
+    >>> parse_number("7 to 10 people", ranges="mid"), parse_number("($99.99)", negative="parens")
+    (8.5, -99.99)
+    """
+    opts = Options.of(options, **overrides)
+    if isinstance(value, (bool, np.bool_)) or _is_missing(value):
+        return None
+    if isinstance(value, (int, float, Decimal, np.integer, np.floating)):
+        try:
+            return _finite_or_none(float(value))
+        except (OverflowError, ValueError):  # a huge int; a signalling Decimal NaN
+            return None
+    return parse_text(str(value), opts)

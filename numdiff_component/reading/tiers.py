@@ -1,0 +1,266 @@
+"""The column reader's tiers for SPEC §1 (the default reading): each exact for the rows it keeps.
+
+Arrow's float cast when the whole column is plain numbers (`cast_whole`); else one cheap
+anchored pattern for the token at the first digit (`parse_lead`); else the full grammar of §1 in
+RE2 (`parse_full`). The patterns are built from `grammar`'s pieces, the ones the one-value
+reader uses. RE2 has no look-around; where a rule needs one, the docstring says what replaces
+it and why that is exact. Rows whose reading depends on SPEC v3's currency sign or on §1.2's
+readings never reach these tiers (`column.route`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from numdiff_component.options import Options
+from numdiff_component.reading.grammar import group_separators, literal, separators, token_parts
+from numdiff_component.reading.marks import SCALE_FIRST, SCALE_WORDS
+
+_MARK = "\ue000"  # private-use marker put before each token to find the last one
+
+
+@lru_cache(maxsize=32)
+def _token_parts(decimal_comma: bool, opts: Options | None = None) -> tuple[str, str, str, str]:
+    """`grammar.token_parts`: with ``opts`` its separators, else the one of §1."""
+    return token_parts(opts or Options(decimal_comma=decimal_comma), extra=opts is not None)
+
+
+def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
+    """RE2 pattern for the leftmost token (``leading``: a token at the start of the text).
+
+    Groups: ``pre``, an optional ``<ctx><sign>`` before the token (not when ``leading``);
+    ``tok``, the token; ``pct``, a ``%`` right after it. RE2 has no look-ahead, so
+    ``not-followed-by-digit`` after the groups is a following non-digit character (or the end)
+    that the match consumes. Greedy matching makes every other form end before a non-digit
+    anyway, so requiring it after every token changes nothing else.
+    """
+    grouped, fraction, exponent, point = _token_parts(decimal_comma)
+    token = (
+        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent})?"
+        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    )
+    before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
+    return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
+
+
+def _lead_regex(opts: Options) -> str:
+    """RE2 pattern for a cheap read of the token at the first digit (anchored, nothing after it).
+
+    Groups: ``pre``, all the text before the first digit; ``tok``, the digits and grouping
+    separators there, then a fraction and an exponent; ``pct`` with ``percent="fraction"``.
+    ``tok`` is the leftmost token when ``pre`` does not end with the decimal point (``.5``) and
+    ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
+    With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
+    single character class (the words themselves make RE2 read the groups several times slower).
+    """
+    _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
+    group = re.escape(separators(opts.decimal_comma)[0])
+    lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
+    if opts.scale == "words":
+        pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
+        return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
+    pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
+    return lead + pct
+
+
+def _clean_group_regex(decimal_comma: bool) -> str:
+    """A `_lead_regex` token with a grouping separator that the full grammar reads the same."""
+    grouped = _token_parts(decimal_comma)[0]
+    group = re.escape(separators(decimal_comma)[0])
+    return rf"^{grouped}(?:[^0-9{group}]|$)"
+
+
+def _single_token_regex(opts: Options) -> str:
+    """Texts with no digit after the `_lead_regex` token: that token is also the last one."""
+    lead = _lead_regex(Options(decimal_comma=opts.decimal_comma))
+    return lead.replace("(?P<pre>", "(?:").replace("(?P<tok>", "(?:") + "[^0-9]*$"
+
+
+def _scan_regex(decimal_comma: bool) -> str:
+    """RE2 pattern matching each token left to right without overlap, as ``finditer`` does."""
+    grouped, fraction, exponent, point = _token_parts(decimal_comma)
+    return (
+        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent}|[^0-9]|$)"
+        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    )
+
+
+def _cast(text: pa.Array) -> np.ndarray:
+    try:
+        values = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid:  # only an exponent's U+2212 fails here: rare, so only then replaced
+        values = pc.cast(pc.replace_substring(text, "\u2212", "-"), pa.float64())
+    return values.to_numpy(zero_copy_only=False, writable=True)
+
+
+def _to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.ndarray:
+    """Values of tokens; ``grouped`` marks those holding a grouping separator."""
+    group, point = separators(decimal_comma)
+    if point != ".":
+        text = pc.replace_substring(pc.replace_substring(tokens, group, ""), point, ".")
+        return _cast(text)
+    # Most tokens have no separator: cast as they are (the others hidden as nulls, no copy).
+    values = _cast(_nulls_where(tokens, grouped))
+    if grouped.any():
+        values[grouped] = _cast(pc.replace_substring(tokens.filter(grouped), group, ""))
+    return values
+
+
+def _nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
+    """``strings`` with nulls where ``hide`` is true, sharing their offsets and text buffers."""
+    keep = np.asarray(strings.is_valid(), dtype=bool) & ~hide
+    bits = np.packbits(np.concatenate([np.zeros(strings.offset, bool), keep]), bitorder="little")
+    buffers = [pa.py_buffer(bits), *strings.buffers()[1:]]
+    return pa.Array.from_buffers(strings.type, len(strings), buffers, offset=strings.offset)
+
+
+def _mask(condition: pa.Array) -> np.ndarray:
+    return np.asarray(condition.fill_null(False), dtype=bool)
+
+
+def _last_byte(strings: pa.Array) -> np.ndarray:
+    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    _, offsets_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
+    starts, ends = offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
+    return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
+
+
+def _alnum_mask(chars: pa.Array) -> np.ndarray:
+    """``str.isalnum`` of each one-character string, computed once per distinct character."""
+    distinct = pc.unique(chars).to_pylist()
+    alnum = pa.array([c for c in distinct if c is not None and c.isalnum()], pa.string())
+    return _mask(pc.is_in(chars, value_set=alnum))
+
+
+def _signed_values(
+    head: pa.Array, values: np.ndarray, pct: pa.Array | None, opts: Options
+) -> np.ndarray:
+    """The values with the sign that ends ``head`` when it belongs (see SPEC §1)."""
+    if pct is not None:
+        values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
+    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at.
+    last = _last_byte(head)
+    rows = np.flatnonzero((last == 0x2D) | (last == 0x92))
+    if len(rows):
+        head = head.take(rows)
+        minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
+        at_start = np.asarray(pc.utf8_length(head)) == 1
+        before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
+        negate = rows[minus & (at_start | ~before)]
+        values[negate] = -values[negate]
+    return values
+
+
+def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of a string array with no nulls, by the full grammar; NaN where no number."""
+    if opts.pick == "last":
+        marked = pc.replace_substring_regex(text, _scan_regex(opts.decimal_comma), _MARK + r"\0")
+        split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
+        found = np.asarray(split.is_valid(), dtype=bool)
+        head = pc.replace_substring(split.field("head").filter(found), _MARK, "")
+        tail = split.field("tail").filter(found)
+        parts = pc.extract_regex(tail, _token_regex(opts.decimal_comma, leading=True))
+        tok, pct = parts.field("tok"), parts.field("pct")
+    else:
+        parts = pc.extract_regex(text, _token_regex(opts.decimal_comma, leading=False))
+        found = np.asarray(parts.is_valid(), dtype=bool)
+        parts = parts.filter(found)
+        head, tok, pct = parts.field("pre"), parts.field("tok"), parts.field("pct")
+    out = np.full(len(text), np.nan)
+    grouped = _mask(pc.match_substring(tok, separators(opts.decimal_comma)[0]))
+    values = _to_float(tok, opts.decimal_comma, grouped)
+    out[found] = _signed_values(head, values, pct if opts.percent == "fraction" else None, opts)
+    return out
+
+
+def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
+    """The column through Arrow's float parser, when every string is one it accepts.
+
+    Exact: every string that Arrow parses to a finite float is ``[+-]`` and one whole token
+    without grouping, which the grammar reads as the same float (a ``+``/``-`` at the start
+    belongs to the token). Its other strings (``inf``, ``nan``, ``nan(12)``, ``1e999``) are
+    given back as NaN for the caller to read again. With ``decimal_comma``, a column with no
+    ``.`` at all is read with its ``,`` made a ``.``: there ``,`` can only be the point.
+    """
+
+    def cast(strings: pa.Array) -> pa.Array:
+        if opts.decimal_comma:
+            strings = pc.replace_substring(strings, ",", ".")
+        return pc.cast(strings, pa.float64())
+
+    try:  # a failing cast is slow (an error per row): try the first rows alone first
+        cast(text.slice(0, 1000))
+        if opts.decimal_comma and pc.any(pc.match_substring(text, ".")).as_py():
+            return None
+        values = cast(text)
+    except pa.ArrowInvalid:
+        return None
+    return values.to_numpy(zero_copy_only=False, writable=True)
+
+
+def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
+
+    Exact because the leftmost token starts at the first digit unless a point stands right
+    before it, and reads as that digit run when the run has no separator or a clean grouped
+    one; with ``pick="last"``, no digit after it means no other token. A row it does not match
+    has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
+    of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
+    group; a row with a scale word right after the token is handed on.
+    """
+    group, point = separators(opts.decimal_comma)
+    parts = pc.extract_regex(text, _lead_regex(opts))
+    matched = np.asarray(parts.is_valid(), dtype=bool)
+    pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
+    found = matched & (_last_byte(pre) != ord(point))
+    grouped = _mask(pc.match_substring(tok, group))
+    if grouped.any():
+        pattern = _clean_group_regex(opts.decimal_comma)
+        clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
+        found[np.flatnonzero(grouped)[~clean]] = False
+    if opts.pick == "last":
+        found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+    if opts.scale == "words":  # the words are looked for only where `sc` found their letter
+        maybe = found & (_lengths(parts.field("sc")) > 0)
+        if maybe.any():
+            word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
+            found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
+    # Every row is read at once (no filtering); the rows not found are left to the caller.
+    values = _to_float(tok, opts.decimal_comma, grouped)
+    values[~found] = np.nan
+    pct = parts.field("pct") if opts.percent == "fraction" else None
+    return _signed_values(pre, values, pct, opts), matched & ~found
+
+
+def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
+    return pc.replace_with_mask(strings, pa.array(rows), new)
+
+
+def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
+    seps = group_separators(opts)
+    if len(seps) == 1:
+        return _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, seps[0])))
+    pattern = "|".join(literal(sep) for sep in sorted(seps, key=len, reverse=True))
+    grouped = _mask(pc.match_substring_regex(tok, pattern))
+    if grouped.any():
+        tok = _replace_rows(
+            tok, grouped, pc.replace_substring_regex(tok.filter(grouped), pattern, "")
+        )
+    return _to_float(tok, opts.decimal_comma, np.zeros(len(tok), bool))
+
+
+def _field(parts: pa.StructArray, name: str) -> pa.Array | None:
+    """A group of a match (null where the row did not match), if the pattern has it."""
+    return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
+
+
+def _lengths(strings: pa.Array) -> np.ndarray:
+    return np.asarray(pc.utf8_length(strings).fill_null(0))

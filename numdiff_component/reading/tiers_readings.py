@@ -1,0 +1,322 @@
+"""The column reader's tiers for SPEC §1.1 (answer spans, scale words, separators, fractions).
+
+The same grammar as `grammar`, `marks` and `fractions` declare, in RE2. With §1.1's readings,
+the last marker and the last token are looked for from the end of the text (`parse_general`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from numdiff_component.options import Options
+from numdiff_component.reading.fractions import frac_regex
+from numdiff_component.reading.grammar import LATEX_COMMAS, group_separators, literal
+from numdiff_component.reading.marks import (
+    ANY_MARKER,
+    BOX_REGEX,
+    SCALE_WORDS,
+    SCALES,
+    reversed_answer_regex,
+)
+from numdiff_component.reading.plain import parse_text
+from numdiff_component.reading.tiers import (
+    _MARK,
+    _alnum_mask,
+    _decimal_values,
+    _field,
+    _lengths,
+    _mask,
+    _nulls_where,
+    _parse_lead,
+    _replace_rows,
+    _signed_values,
+    _token_parts,
+)
+
+# --- the vectorised path of SPEC §1.1 -------------------------------------------------------
+#
+# The same grammar in RE2, which has no look-around. Each look-around of the plain path is
+# replaced by something exact: grouped's "last group not followed by a digit" is checked on the
+# character after the match (`_read`); the scale word's "not followed by a letter or digit" too;
+# the markers' "not preceded / followed by an ASCII letter" by a consumed character or a span
+# that must start with a non-letter. The A/B rules that look around (dates) and a grouped token
+# right before a \frac are not expressed: rows holding them go to the plain path (`_hard_regex`),
+# as do boxes nested more than three deep. Only those rows are read one by one.
+
+
+def _classic(opts: Options) -> bool:
+    return (
+        opts.pick != "answer"
+        and opts.scale == "none"
+        and opts.thousands == "comma"
+        and not opts.fractions
+    )
+
+
+def _re2_token(opts: Options, *, scan: bool = False) -> str:
+    """The token alternatives in the plain path's order, without their look-arounds. With
+    ``scan``: each token left to right without overlap, as ``finditer`` finds them (a grouped
+    one takes the non-digit after it), with no named groups."""
+    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
+    tail = rf"{fraction}(?:{exponent})?|{exponent}"
+    grouped = rf"{grouped}(?:{tail}|[^0-9]|$)" if scan else rf"{grouped}(?:{tail})?"
+    token = rf"{grouped}|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    if opts.fractions:
+        frac, slash = frac_regex(opts.decimal_comma), "(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)"
+        if scan:
+            frac, slash = re.sub(r"\?P<\w+>", "", frac), re.sub(r"\?P<\w+>", "", slash)
+        token = rf"{frac}|{slash}|{token}"
+    return token
+
+
+def _re2_scan(opts: Options) -> str:
+    """Each token left to right without overlap (a grouped one takes the non-digit after it)."""
+    return _re2_token(opts, scan=True)
+
+
+def _read_regex(opts: Options, *, leading: bool) -> str:
+    """The first token with ``pre`` (its sign), ``scale``, ``pct`` and ``nx``, the next char."""
+    before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
+    scale = rf"(?P<scale>[ \t]*(?:{SCALE_WORDS}))?" if opts.scale == "words" else ""
+    pct = r"(?P<pct>[ \t]*\\?%)?" if opts.percent == "fraction" else ""
+    return rf"(?s){before}(?P<tok>{_re2_token(opts)}){scale}{pct}(?P<nx>.|$)"
+
+
+def _hard_regex(opts: Options) -> str | None:
+    """Rows the RE2 patterns may read differently: A/B next to another slash and digits (where
+    the plain path looks around), a grouped token right before a ``\\frac`` (the scan takes
+    the backslash)."""
+    return r"/[0-9]+/[0-9]|[0-9]{3}\\[dt]?frac\{" if opts.fractions else None
+
+
+def _reversed_last_regex(opts: Options) -> str:
+    """The reversed text from its end to the character before the run that holds the last token.
+
+    Every character a token can hold is in ``chars``; the run of them around the last digit
+    starts after a character that no token holds (``ctx``), so tokens found from there are the
+    text's.
+    """
+    chars = "0-9.,eE+\\-\u2212"
+    if opts.thousands == "any":
+        chars += " \u00a0\u202f\u2009'\u2019\\\\"
+    if opts.fractions:
+        chars += "/\\\\{}dtfrac \t"
+    return rf"(?s)^(?P<r>[^0-9]*[0-9][{chars}]*(?P<ctx>[^{chars}]|$))"
+
+
+_TAIL = 100  # characters: most answers end within them
+
+
+def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> list[pa.Array]:
+    """Groups ``names`` of ``pattern`` on each reversed string; null where it does not match.
+
+    Only the last `_TAIL` characters are reversed and searched first. A longer row is searched
+    again whole when that found nothing, or when ``ctx`` matched at the cut (empty and ``ans``
+    or ``r`` not): there the cut, not the text, ended the match.
+    """
+    long = _lengths(text) > _TAIL
+    tail = pc.utf8_slice_codeunits(text, -_TAIL) if long.any() else text
+    parts = pc.extract_regex(pc.utf8_reverse(tail), pattern)
+    fields = [pc.struct_field(parts, name) for name in names]
+    if long.any():
+        ctx = pc.struct_field(parts, "ctx")
+        word = pc.struct_field(parts, "ans" if "ans" in names else "r")
+        at_cut = _mask(pc.equal(ctx, "")) & _mask(pc.greater(pc.utf8_length(word), 0))
+        again = long & (~_mask(parts.is_valid()) | at_cut)
+        if again.any():
+            more = pc.extract_regex(pc.utf8_reverse(text.filter(again)), pattern)
+            fields = [
+                _replace_rows(f, again, pc.struct_field(more, name))
+                for f, name in zip(fields, names, strict=True)
+            ]
+    return fields
+
+
+# The box's text up to the brace that closes it (two nested levels inside), or to the end.
+
+
+def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.ndarray:
+    """Values of the first token of each string (no nulls), by `_read_regex`; NaN where none.
+
+    With ``head`` (the text before each string), each string starts with its token.
+    """
+    # Rows with no token stay in (nulls in every group), which is cheaper than filtering.
+    parts = pc.extract_regex(text, _read_regex(opts, leading=head is not None))
+    tok, nx = pc.struct_field(parts, "tok"), pc.struct_field(parts, "nx")
+    # A grouped token right before a digit (RE2 took one group too many): drop that group.
+    short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
+    for name in ("scale", "pct"):  # nx is then after the word or the %, not after the token
+        after = _field(parts, name)
+        if after is not None:
+            short &= _lengths(after) == 0
+    if short.any():
+        seps = "|".join(literal(sep) for sep in group_separators(opts))
+        cut = pc.replace_substring_regex(tok.filter(short), f"(?:{seps})[0-9]{{3}}$", "")
+        tok = _replace_rows(tok, short, cut)
+    values = np.full(len(tok), np.nan)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
+        _numbers_of(parts, tok, values, opts)
+    signs = head if head is not None else pc.struct_field(parts, "pre").fill_null("")
+    return _signed_values(signs, values, _field(parts, "pct"), opts)
+
+
+def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: Options) -> None:
+    """Fill ``values``: each token's number times its scale word (SPEC §1.1), no sign."""
+    fraction = np.zeros(len(tok), bool)
+    for a, b in (("fn", "fm"), ("sa", "sb")):
+        numerator = _field(parts, a)
+        if numerator is None:
+            continue
+        rows = _lengths(numerator) > 0
+        if rows.any():
+            top = _decimal_values(numerator.filter(rows), opts)
+            values[rows] = top / _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            fraction |= rows
+    values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
+    _apply_scale(values, parts)
+
+
+def _apply_scale(values: np.ndarray, parts: pa.StructArray) -> None:
+    """Multiply by the scale word (group ``scale``) where it ends before a non-alnum."""
+    scale, pct = _field(parts, "scale"), _field(parts, "pct")
+    if scale is None:
+        return
+    has = _lengths(scale) > 0
+    with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
+    valid = has & (with_pct | ~_alnum_mask(pc.struct_field(parts, "nx")))
+    if valid.any():
+        word = pc.utf8_ltrim(scale.filter(valid), " \t")
+        key = pc.if_else(pc.greater(pc.utf8_length(word), 1), pc.utf8_lower(word), word)
+        factors = np.array(list(SCALES.values()))
+        values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(SCALES))))]
+
+
+def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the last token of each string (no nulls, no `_MARK`); NaN where none."""
+    marked = pc.replace_substring_regex(text, _re2_scan(opts), _MARK + r"\0")
+    split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
+    found = _mask(split.is_valid())
+    split = split.filter(found)
+    head = pc.replace_substring(split.field("head"), _MARK, "")
+    out = np.full(len(text), np.nan)
+    out[found] = _read(pc.replace_substring(split.field("tail"), _MARK, ""), opts, head)
+    return out
+
+
+def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the last token of each string (no `_MARK`); NaN where none.
+
+    Tiers: a text with one digit run (`_parse_lead`); else the run of token characters around
+    the last digit, found from the end (`_reversed_search`), read the same way when it holds one
+    digit run, else by the scan (`_read_last`).
+    """
+    last = Options.of(opts, pick="last")
+    out, rest = _parse_lead(strings, last)
+    if rest.any():
+        index = np.flatnonzero(rest)
+        (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
+        found = _mask(around.is_valid())
+        around, index = pc.utf8_reverse(around.filter(found)), index[found]
+        values, again = _parse_lead(around, last)
+        out[index] = values
+        if again.any():
+            out[index[again]] = _read_last(around.filter(again), opts)
+    return out
+
+
+def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
+    """Values of the first token of each string (no nulls, no `_MARK`); NaN where none.
+
+    A string with one digit run holds one token at most, its first and its last: `_parse_lead`
+    reads it (one cheap pass); only the others go to `_read`, several times slower per row.
+    """
+    out, rest = _parse_lead(strings, Options.of(opts, pick="last"))
+    if rest.any():
+        out[rest] = _read(strings.filter(rest), opts)
+    return out
+
+
+def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
+    r, c, box = _reversed_search(text, reversed_answer_regex(), ("r", "c", "box", "ans"))[:3]
+    marked = _mask(r.is_valid())
+    r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
+    span = pc.utf8_reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
+    box = np.asarray(pc.utf8_length(box)) > 0
+    deep = np.zeros(len(span), bool)
+    if box.any():
+        inside = pc.extract_regex(span.filter(box), BOX_REGEX)
+        deep[box] = ~_mask(inside.is_valid())
+        span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
+    return marked, span, deep
+
+
+def _special_regex(opts: Options) -> str:
+    """Rows that need a look before the RE2 patterns: LaTeX commas, `_MARK`, `_hard_regex`."""
+    special = ["\\x{e000}"]
+    if opts.thousands == "any":
+        special += [literal(latex) for latex in LATEX_COMMAS]
+    hard = _hard_regex(opts)
+    return "|".join([*special, hard] if hard else special)
+
+
+def _special_bytes(opts: Options) -> bytes:
+    """A byte that each match of `_special_regex` holds (the first byte of `_MARK`, ...)."""
+    return (
+        b"\xee" + (b"{\\" if opts.thousands == "any" else b"") + (b"/\\" if opts.fractions else b"")
+    )
+
+
+def _may_hold(strings: pa.Array, chars: bytes) -> bool:
+    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
+    data = strings.buffers()[2]
+    if data is None:
+        return False
+    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
+    return any(bytes([byte]) in text for byte in set(chars))
+
+
+def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
+    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
+    original = text
+    out = np.full(len(text), np.nan)
+    rows = _mask(text.is_valid())
+    hard = np.zeros(len(text), bool)
+    special = np.zeros(len(text), bool)
+    if _may_hold(text, _special_bytes(opts)):
+        special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+    if special.any():  # one cheap pass; the rest only on the few rows that need it
+        some = text.filter(special)
+        if opts.thousands == "any":
+            for latex in LATEX_COMMAS:
+                some = pc.replace_substring(some, latex, ",")
+            text = _replace_rows(text, special, some)
+        mark = "\\x{e000}" if opts.pick != "first" else None  # the scan's own marker
+        hard_regex = "|".join(filter(None, [_hard_regex(opts), mark]))
+        if hard_regex:
+            hard[special] = _mask(pc.match_substring_regex(some, hard_regex))
+    rows &= ~hard
+    index = np.flatnonzero(rows)
+    strings = text if len(index) == len(text) else text.filter(rows)
+    if opts.pick == "first":
+        out[index] = _read(strings, opts)
+    else:
+        marked = np.zeros(len(index), bool)
+        if opts.pick == "answer":
+            marked = _mask(pc.match_substring_regex(strings, ANY_MARKER))
+            if marked.any():
+                has, span, deep = _answer_spans(strings.filter(marked))
+                found = index[marked][has]
+                hard[found[deep]] = True  # the plain path reads those
+                out[found[~deep]] = _first_values(span.filter(~deep) if deep.any() else span, opts)
+        # Marked rows are hidden (nulls sharing the buffers), not filtered out (a copy).
+        values = _last_values(_nulls_where(strings, marked) if marked.any() else strings, opts)
+        out[index[~marked]] = values[~marked]
+    for i in np.flatnonzero(hard):
+        value = parse_text(original[i].as_py(), opts)
+        out[i] = np.nan if value is None else value
+    return out
