@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import numdiff_component.parse as parse_module
+import numdiff_component.reading.tiers_readings as tiers_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
-from numdiff_component.parse import several_numbers
+from numdiff_component.reading import several_numbers
+from numdiff_component.reading.plain import count_tokens
 from tests.conftest import READING_STRATEGIES, SPEC_READINGS
 
 SPEC_EXAMPLES = [
@@ -155,7 +156,7 @@ def test_spec_examples(value: object, options: dict, expected: float | None) -> 
         ({"percent": "ratio"}, "percent must be one of 'keep', 'fraction', got 'ratio'"),
         ({"scale": "si"}, "scale must be one of 'none', 'words', got 'si'"),
         ({"thousands": " "}, "thousands must be one of 'comma', 'any', got ' '"),
-        ({"fractions": 1}, "fractions must be True or False, got 1"),
+        ({"fractions": 1}, "fractions must be True or False or 'all', got 1"),
         ({"treshold": 0.5}, "unknown option 'treshold'"),
     ],
 )
@@ -255,7 +256,7 @@ reading_options = st.builds(Options, **READING_STRATEGIES)
 @given(values=st.lists(st.one_of(reading_texts, texts, st.none()), max_size=25), data=st.data())
 def test_vectorised_equals_plain_with_every_reading(values: list[str | None], data) -> None:
     # A short tail puts the cut of `_reversed_search` inside markers and numbers.
-    with mock.patch.object(parse_module, "_TAIL", data.draw(st.sampled_from([100, 1, 2, 5]))):
+    with mock.patch.object(tiers_module, "_TAIL", data.draw(st.sampled_from([100, 1, 2, 5]))):
         for options in [data.draw(reading_options), *(data.draw(reading_options) for _ in "xy")]:
             assert _same(parse_column(values, options), _plain(values, options)), options
 
@@ -349,7 +350,7 @@ def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
 
 def _several_plain(values: list[object], options: Options) -> np.ndarray:
     return np.array(
-        [isinstance(v, str) and parse_module._count_tokens(v, options) == 2 for v in values], bool
+        [isinstance(v, str) and count_tokens(v, options) == 2 for v in values], bool
     )
 
 
