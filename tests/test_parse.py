@@ -349,9 +349,7 @@ def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
 
 
 def _several_plain(values: list[object], options: Options) -> np.ndarray:
-    return np.array(
-        [isinstance(v, str) and count_tokens(v, options) == 2 for v in values], bool
-    )
+    return np.array([isinstance(v, str) and count_tokens(v, options) == 2 for v in values], bool)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
 from numdiff_component.job import JobConfig, run_job
 from tests.conftest import READING_STRATEGIES
+from tests.test_reading_spec import PRESETS
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 values = st.one_of(finite, st.integers(), st.text(max_size=12), st.none(), st.booleans())
@@ -130,3 +131,113 @@ def test_a_10_mb_csv_cell_is_scored_like_any_other(tmp_path: Path) -> None:
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert out["id"].tolist() == ["a", "b"] and out["passed"].all()
     assert len(out["output"][0]) == 10 * MB + 3  # the cell is kept whole
+
+
+# --- SPEC v3 §1.2: the column reader against the one-value reader, every option --------------
+
+# Every option that changes how a number is read (SPEC §2), as hypothesis draws it.
+V3_STRATEGIES = {
+    **READING_STRATEGIES,
+    "fractions": st.sampled_from([False, True, "all"]),
+    "words": st.sampled_from(["none", "en"]),
+    "digits": st.sampled_from(["ascii", "any"]),
+    "scientific": st.booleans(),
+    "ranges": st.sampled_from(["none", "mid"]),
+    "negative": st.sampled_from(["sign", "parens"]),
+    "prices": st.booleans(),
+}
+v3_options = st.one_of(
+    st.builds(Options, **V3_STRATEGIES),
+    # The presets of SPEC §2.1 as plain option dicts, with one option overridden or not.
+    st.builds(
+        lambda preset, extra: Options(**{**PRESETS[preset], **extra}),
+        st.sampled_from(sorted(PRESETS)),
+        st.one_of(st.just({}), st.fixed_dictionaries({}, optional=V3_STRATEGIES)),
+    ),
+)
+# Pieces of every rule and its near misses: number words (ordinals, "minus five", "a dozen"),
+# ranges ("5 - 10", "2013-14", "1-2-3"), vulgar fractions and mixed numbers, exponents ("5x10",
+# "10-5", superscripts), parentheses, prices, other scripts' digits, currency signs.
+_V3_PIECES = [
+    *("one", "Two", "twenty", "twenty-one", "twenty-first", "ninety-nine", "a", "A", "and", "&"),
+    *("hundred", "thousand", "million", "billion", "half", "halves", "third", "quarters"),
+    *("fifth", "hundredth", "zero", "twelve", "nineteen", "eighty four", "minus five", "dozen"),
+    *("a hundred and two", "two and a half", "one-half", "three million, two hundred & forty"),
+    *("point", "between", "Between", "to", " to ", "- to", " and ", "-", "\u2013", " \u2013 "),
+    *("5 - 10", "2013-14", "1-2-3", "5-10", "$5 to $10", "-$5 to -$3", "44 mg to 50 mg"),
+    *("\u00bd", "\u00bc", "\u215e", "2 1/2", "2 3/2", "\\frac12", "\\frac3{4}", "\\dfrac{1}{2}"),
+    *("\u00d7", "x", "X", "*", "\u00b7", "\u22c5", "\\times", "\\cdot", "10", "^", "^{", "10^6"),
+    *("10\u22125", "10\u00b2", "\u207b", "\u00b3", "5x10", "8x2^10", "2.48\u00d710\u22125"),
+    *("(", ")", "\\(", "($99.99)", "(1,234)", "(-2)", "(2 items)", "%", "\\%"),
+    *(
+        "$",
+        "\u20ac",
+        "\u00a3",
+        "\u00a5",
+        "\u20b9",
+        "US-$5",
+        "-$",
+        "- $",
+        "35\u20ac99",
+        "10\u20ac 20\u20ac",
+    ),
+    *(". ", ", ", "$119. 95", "\uff11\uff12", "\u0661\u0662\u0663", "\u0966", "-", "\u2212", "+"),
+    *(" ", "  ", "\t", "\n", ",", ".", "k", "M", "bn", "####", "answer is", "\\boxed{", "}"),
+]
+v3_texts = st.lists(
+    st.one_of(
+        st.sampled_from(_V3_PIECES),
+        st.from_regex(r"[0-9]{1,4}([.,][0-9]{0,3})?", fullmatch=True),
+        st.text(alphabet="0123456789 -/.,$()", max_size=4),
+    ),
+    max_size=10,
+).map("".join)
+
+
+def _plain(values: list[str | None], opts: Options) -> np.ndarray:
+    parsed = [parse_number(v, opts) for v in values]
+    return np.array([np.nan if v is None else v for v in parsed], dtype=float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.one_of(v3_texts, st.text(max_size=12), st.none()), max_size=20),
+    data=st.data(),
+)
+def test_column_reader_equals_one_value_reader_with_every_option(values, data) -> None:
+    for opts in (data.draw(v3_options), data.draw(v3_options)):
+        got = parse_column(values, opts)
+        assert np.array_equal(got, _plain(values, opts), equal_nan=True), (values, opts)
+
+
+V3_ALL = Options(
+    pick="answer",
+    percent="fraction",
+    scale="words",
+    thousands="any",
+    fractions="all",
+    words="en",
+    digits="any",
+    scientific=True,
+    ranges="mid",
+    negative="parens",
+    prices=True,
+)
+ADVERSARIAL_V3: dict[str, tuple[str, float | None]] = {
+    "two hundred and, many times": ("two hundred and " * 20_000, 100.0),
+    "1-2-3-...": ("-".join(["1", "2", "3"] * 30_000), 3.0),
+    "vulgar fractions": ("\u00bd" * 100_000, 0.5),
+    "1x10^1x10^...": ("1\u00d710^" * 50_000 + "1", 10.0),
+    "parentheses": ("(" * 200_000 + "5", 5.0),
+    "Arabic-Indic digits": ("\u0661\u0662\u0663" * 100_000, None),  # too large
+    "5 to 5 to 5 ...": ("5 to " * 50_000 + "5", 5.0),
+    "between between ...": ("between " * 50_000 + "4 and 6", 5.0),
+}
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL_V3, ids=list(ADVERSARIAL_V3))
+def test_adversarial_text_with_every_v3_reading(case: str) -> None:
+    text, expected = ADVERSARIAL_V3[case]
+    assert parse_number(text, V3_ALL) == expected
+    got = parse_column([text, "1"], V3_ALL)
+    assert (math.isnan(got[0]) if expected is None else got[0] == expected) and got[1] == 1.0
