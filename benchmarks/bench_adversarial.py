@@ -72,6 +72,20 @@ READING_CASES: dict[str, Callable[[int], str]] = {
     "5\\%\\%\\%...": lambda n: _repeat("\\%", n, head="5"),
 }
 
+# Aimed at SPEC §1.2 (number words, ranges, vulgar fractions, exponents, parentheses, scripts).
+V3_CASES: dict[str, Callable[[int], str]] = {
+    "two hundred and two hundred and ...": lambda n: _repeat("two hundred and ", n),
+    "1-2-3-...": lambda n: _repeat("1-2-", n, tail="3"),
+    "\u00bd\u00bd\u00bd...": lambda n: _repeat("\u00bd", n),
+    "1\u00d710^1\u00d710^...": lambda n: _repeat("1\u00d710^", n, tail="1"),
+    "((((...": lambda n: _repeat("(", n, tail="5)"),
+    "\u0661\u0662\u0663...": lambda n: _repeat("\u0661\u0662\u0663 ", n),
+    "5 to 5 to ...": lambda n: _repeat("5 to ", n, tail="5"),
+    "between between ...": lambda n: _repeat("between ", n, tail="4 and 6"),
+    "$119. $119. ...": lambda n: _repeat("$119. ", n, tail="95"),
+    "twenty-twenty-...": lambda n: _repeat("twenty-", n, tail="one"),
+}
+
 PATHS: dict[str, Callable[[str, Options], object]] = {
     "plain": lambda text, opts: parse_number(text, opts),
     "column": lambda text, opts: parse_column(pa.array([text]), opts),
@@ -88,6 +102,22 @@ READING_OPTIONS = {
 }
 
 
+_EVERY_V3 = {
+    **_EVERY_READING,
+    "fractions": "all",
+    "words": "en",
+    "digits": "any",
+    "scientific": True,
+    "ranges": "mid",
+    "negative": "parens",
+    "prices": True,
+}
+V3_OPTIONS = {  # pick="last": every token of the text is read (the worst case)
+    "last v3": Options(pick="last", **_EVERY_V3),  # type: ignore[arg-type]
+    "answer v3": Options(pick="answer", **_EVERY_V3),  # type: ignore[arg-type]
+}
+
+
 def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -100,22 +130,27 @@ def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 4], help="MB")
-    every = {**CASES, **READING_CASES}
+    every = {**CASES, **READING_CASES, **V3_CASES}
     parser.add_argument("--case", nargs="*", choices=list(every), help="default: all")
+    parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
     size_head = " ".join(f"{s:g} MB".rjust(7) for s in sizes)
     print(f"ms per MB at sizes {', '.join(f'{s:g}' for s in sizes)} MB; ratio = last / first size")
     print("first+, last+, answer+: with scale, thousands, fractions and percent readings on")
+    print("last v3, answer v3: with every reading of SPEC §1.1 and §1.2 on")
     print(f"{'case':<28} {'path':<15} {size_head} {'ratio':>6}")
     worst = 0.0
     for case in args.case or list(every):
         texts = [every[case](int(s * MB)) for s in sizes]
         options = READING_OPTIONS if case in READING_CASES else OPTIONS
+        options = V3_OPTIONS if case in V3_CASES else options
         for path, read in PATHS.items():
             for pick, opts in options.items():
                 per_mb = [
-                    seconds(lambda t=text, o=opts: read(t, o)) * 1000 / (len(text.encode()) / MB)  # noqa: B023
+                    seconds(lambda t=text, o=opts: read(t, o), args.repeat)  # noqa: B023
+                    * 1000
+                    / (len(text.encode()) / MB)
                     for text in texts
                 ]
                 ratio = per_mb[-1] / per_mb[0]

@@ -12,7 +12,8 @@ simple number pattern, plus the cast and the arithmetic; (c) a Python loop calli
 ``autoevals.NumericDiff`` on numbers already converted to floats (on M rows), skipped when
 autoevals is not installed; (d) like (b) but extracting the LAST simple number (greedy ``(?s).*``
 before the pattern), on the prose and the chain-of-thought tables, beside the readings of SPEC
-§1.1, each alone and all together. Best of R runs.
+§1.1, each alone and all together; (e) the option sets of SPEC §2.1's presets "answers" (on the
+chain-of-thought table, against (d)) and "prose" (on the prose table, against (b)). Best of R runs.
 """
 
 from __future__ import annotations
@@ -169,6 +170,27 @@ READINGS: dict[str, dict[str, object]] = {  # SPEC §1.1, each alone and all tog
         "percent": "fraction",
     },
 }
+# SPEC §2.1's presets as option sets (the preset names are resolved by the options layer).
+PRESETS: dict[str, dict[str, object]] = {
+    "answers": {
+        "pick": "answer",
+        "thousands": "any",
+        "scale": "words",
+        "fractions": "all",
+        "words": "en",
+        "digits": "any",
+        "scientific": True,
+    },
+    "prose": {
+        "thousands": "any",
+        "scale": "words",
+        "fractions": "all",
+        "words": "en",
+        "digits": "any",
+        "scientific": True,
+        "ranges": "mid",
+    },
+}
 AUTOEVALS = "(c) autoevals.NumericDiff loop on floats"
 OTHER_OPTIONS: dict[str, dict[str, object]] = {
     "pick=last": {"pick": "last"},
@@ -223,6 +245,8 @@ def main() -> None:
         for label, option in READINGS.items():
             run = lambda d=df, o=option: score_frame(d, **o)  # noqa: E731
             runs[f"score_frame, {table}, {label}"] = (run, n)
+    runs["score_frame, cot, preset answers"] = (lambda: score_frame(cot, **PRESETS["answers"]), n)
+    runs["score_frame, prose, preset prose"] = (lambda: score_frame(prose, **PRESETS["prose"]), n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():
@@ -236,8 +260,8 @@ def main() -> None:
         print(f"{name:<52} {value:>12,.0f}")
     clean_rate, prose_rate = rate["score_frame, clean"], rate["score_frame, prose"]
     checks = [
-        ("(a) clean / cast floor", clean_rate / rate["floor (a): cast + arithmetic, clean"], 0.4),
-        ("(b) prose / extract+cast floor", prose_rate / rate[PROSE_FLOOR], 0.8),
+        ("(a) clean / cast floor", clean_rate / rate["floor (a): cast + arithmetic, clean"], 0.7),
+        ("(b) prose / extract+cast floor", prose_rate / rate[PROSE_FLOOR], 1.0),
     ]
     if AUTOEVALS in rate:
         auto = rate[AUTOEVALS]
@@ -251,6 +275,10 @@ def main() -> None:
             target = 0.5 if label == "all" else 0.0
             ratio = rate[f"score_frame, {table}, {label}"] / floor
             checks.append((f"(d) {table}, {label} / last-number floor", ratio, target))
+    answers = rate["score_frame, cot, preset answers"] / rate["floor (d): last number, cot"]
+    checks.append(("(e) cot, preset answers / last-number floor (goal 1.0)", answers, 0.5))
+    prose_preset = rate["score_frame, prose, preset prose"] / rate[PROSE_FLOOR]
+    checks.append(("(e) prose, preset prose / extract+cast floor", prose_preset, 0.5))
     print(f"\n{'ratio':<60} {'value':>6} {'target':>8}")
     for name, value, target in checks:
         verdict = "" if not target else "ok" if value >= target else "MISS"

@@ -3,7 +3,9 @@ and `parse_column`, which must agree; and the readings' edges where the spec is 
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +199,26 @@ def test_every_example_under_every_preset_agrees(
 ) -> None:
     opts = {**PRESETS[name], **options}
     assert _column(value, opts) == parse_number(value, **opts)
+
+
+# --- the package's import rules (docs/architecture.md) -------------------------------------
+
+READING = Path(__file__).resolve().parents[1] / "numdiff_component" / "reading"
+
+
+@pytest.mark.parametrize("path", sorted(READING.glob("*.py")), ids=lambda p: p.name)
+def test_reading_modules_import_only_options_errors_and_reading(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            assert top not in {"mlflow", "click", "pyspark", "os", "pathlib", "io"}, name
+            if top == "numdiff_component":
+                assert name.split(".")[1] in {"options", "errors", "reading"}, name
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 450
