@@ -1,7 +1,7 @@
 """The column reader: `parse_column` and `several_numbers`, vectorised (pyarrow and numpy).
 
-Rows whose reading may depend on a rule the RE2 tiers do not express (SPEC v3's sign before a
-currency symbol, and each §1.2 reading that is on) are found by one cheap RE2 test each (`route`)
+Rows whose reading may depend on a rule the RE2 tiers do not express (each §1.2 reading that
+is on) are found by one cheap RE2 test each (`route`)
 and read by the one-value reader, once per distinct text; all other rows are read by the tiers
 (`tiers`, `tiers_readings`) with §1.2's readings off, which for them read the same: each test
 is a superset of the texts where its rule can read anything (the argument is beside each test).
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.fractions import VULGAR
-from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, SIGNS, any_case
+from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
@@ -46,9 +46,6 @@ from numdiff_component.reading.words import FIRST_WORDS
 # Each test matches every text where its rule can read anything; a text it does not match reads
 # the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
 
-# SPEC v3 §1: a sign before ONE currency symbol ("-$5"). Without a sign right before a currency
-# symbol the v3 rule reads as v2's, which the tiers implement.
-_CURRENCY_SIGN = f"[{SIGNS.replace('-', chr(92) + '-')}][{CURRENCY}]"
 _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
     # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
@@ -81,8 +78,8 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
 
 @lru_cache(maxsize=64)
 def route_regex(opts: Options) -> str:
-    """One RE2 pattern matching the rows the one-value reader reads for these options."""
-    return "|".join([_CURRENCY_SIGN, *filter(None, (test(opts) for test in _ROUTES.values()))])
+    """One RE2 pattern matching the rows the one-value reader reads ("" for none)."""
+    return "|".join(filter(None, (test(opts) for test in _ROUTES.values())))
 
 
 @lru_cache(maxsize=64)
@@ -101,10 +98,9 @@ def tier_options(opts: Options) -> Options:
 
 
 def route(text: pa.Array, opts: Options) -> np.ndarray:
-    """The rows the one-value reader reads (a cheap byte test first: with the default options
-    only a row holding a currency symbol can match)."""
+    """The rows the one-value reader reads: none with §1.2's readings off."""
     pattern = route_regex(opts)
-    if pattern == _CURRENCY_SIGN and not _may_hold(text, b"$\xc2\xe2"):
+    if not pattern:
         return np.zeros(len(text), bool)
     return _mask(pc.match_substring_regex(text, pattern))
 

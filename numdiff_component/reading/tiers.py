@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.grammar import group_separators, literal, separators, token_parts
+from numdiff_component.reading.grammar import (
+    CURRENCY,
+    group_separators,
+    literal,
+    separators,
+    token_parts,
+)
 from numdiff_component.reading.marks import SCALE_FIRST, SCALE_WORDS
 
 _MARK = "\ue000"  # private-use marker put before each token to find the last one
@@ -44,7 +50,7 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
         rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent})?"
         rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
     )
-    before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
+    before = "^" if leading else f"(?P<pre>(?:^|.)[+\\-\u2212][{CURRENCY}]?)??"
     return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
 
 
@@ -143,9 +149,11 @@ def _alnum_mask(chars: pa.Array) -> np.ndarray:
 def _signed_values(
     head: pa.Array, values: np.ndarray, pct: pa.Array | None, opts: Options
 ) -> np.ndarray:
-    """The values with the sign that ends ``head`` when it belongs (see SPEC §1)."""
+    """The values with the sign that ends ``head`` when it belongs (see SPEC §1): right before
+    the token, or right before one currency symbol that ends ``head`` (SPEC v3)."""
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
+    head = _without_currency(head)
     # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at.
     last = _last_byte(head)
     rows = np.flatnonzero((last == 0x2D) | (last == 0x92))
@@ -157,6 +165,24 @@ def _signed_values(
         negate = rows[minus & (at_start | ~before)]
         values[negate] = -values[negate]
     return values
+
+
+# Last UTF-8 byte of each currency symbol: $, € (E2 82 AC), £ (C2 A3), ¥ (C2 A5), ₹ (E2 82 B9)
+_CURRENCY_LAST_BYTES = np.array([0x24, 0xAC, 0xA3, 0xA5, 0xB9], np.uint8)
+
+
+def _without_currency(head: pa.Array) -> pa.Array:
+    """``head`` with one currency symbol dropped from the end of each string that has one
+    (looked at only where the last byte can end one)."""
+    rows = np.isin(_last_byte(head), _CURRENCY_LAST_BYTES)
+    if not rows.any():
+        return head
+    some = head.filter(rows)
+    ends = _mask(pc.match_substring_regex(some, f"[{CURRENCY}]$"))
+    if not ends.any():
+        return head
+    cut = pc.if_else(pa.array(ends), pc.utf8_slice_codeunits(some, 0, -1), some)
+    return _replace_rows(head, rows, cut)
 
 
 def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:

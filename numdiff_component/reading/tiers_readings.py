@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.fractions import frac_regex
-from numdiff_component.reading.grammar import LATEX_COMMAS, group_separators, literal
+from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, group_separators, literal
 from numdiff_component.reading.marks import (
     ANY_MARKER,
     BOX_REGEX,
@@ -80,7 +80,7 @@ def _re2_scan(opts: Options) -> str:
 
 def _read_regex(opts: Options, *, leading: bool) -> str:
     """The first token with ``pre`` (its sign), ``scale``, ``pct`` and ``nx``, the next char."""
-    before = "^" if leading else "(?P<pre>(?:^|.)[+\\-\u2212])??"
+    before = "^" if leading else f"(?P<pre>(?:^|.)[+\\-\u2212][{CURRENCY}]?)??"
     scale = rf"(?P<scale>[ \t]*(?:{SCALE_WORDS}))?" if opts.scale == "words" else ""
     pct = r"(?P<pct>[ \t]*\\?%)?" if opts.percent == "fraction" else ""
     return rf"(?s){before}(?P<tok>{_re2_token(opts)}){scale}{pct}(?P<nx>.|$)"
@@ -100,7 +100,7 @@ def _reversed_last_regex(opts: Options) -> str:
     starts after a character that no token holds (``ctx``), so tokens found from there are the
     text's.
     """
-    chars = "0-9.,eE+\\-\u2212"
+    chars = f"0-9.,eE+\\-\u2212{CURRENCY}"  # a currency symbol: between a sign and a token
     if opts.thousands == "any":
         chars += " \u00a0\u202f\u2009'\u2019\\\\"
     if opts.fractions:
