@@ -241,3 +241,13 @@ def test_adversarial_text_with_every_v3_reading(case: str) -> None:
     assert parse_number(text, V3_ALL) == expected
     got = parse_column([text, "1"], V3_ALL)
     assert (math.isnan(got[0]) if expected is None else got[0] == expected) and got[1] == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.one_of(v3_texts, st.none()), max_size=15), opts=v3_options)
+def test_several_numbers_equals_the_one_value_count_with_every_option(values, opts) -> None:
+    from numdiff_component.reading import several_numbers
+    from numdiff_component.reading.plain import count_tokens
+
+    plain = [isinstance(v, str) and count_tokens(v, opts) == 2 for v in values]
+    assert several_numbers(values, opts).tolist() == plain

@@ -69,7 +69,8 @@ VOCABULARY |= set(FRACTION_WORDS)
 FIRST_WORDS = ["zero", "hundred", *UNITS, *TEENS, *TENS, *MAGNITUDES]
 
 _WORD = re.compile(r"[A-Za-z&]+")
-_SEP = re.compile(r"[ \t]+|-|,[ \t]+")
+_NEXT_WORD = re.compile(r"(?P<sep>[ \t]+|-|,[ \t]+)(?P<word>[A-Za-z&]+)")
+_UNITS_AND_TEENS = UNITS | TEENS
 
 
 @dataclass(frozen=True)
@@ -93,23 +94,19 @@ class _Words:
         return self.words[k] if k < len(self.words) else None
 
     def _read(self) -> None:
-        pos, sep = self.pos, ""
         if self.words:
-            found = _SEP.match(self.text, pos)
-            if not found:
-                self.done = True
-                return
-            pos, sep = found.end(), found.group()[0]
+            found = _NEXT_WORD.match(self.text, self.pos)
+            sep = found.group("sep")[0] if found else ""
             sep = sep if sep in "-," else "gap"
-        word = _WORD.match(self.text, pos)
-        if not word or word.group().lower() not in VOCABULARY or self._alnum_at(word.end()):
+        else:
+            found, sep = _WORD.match(self.text, self.pos), ""
+        word = found.group(found.lastindex or 0).lower() if found else ""
+        end = found.end() if found else 0
+        if word not in VOCABULARY or self.text[end : end + 1].isalnum():
             self.done = True
             return
-        self.words.append(_Word(word.group().lower(), sep, word.end()))
-        self.pos = word.end()
-
-    def _alnum_at(self, i: int) -> bool:
-        return self.text[i : i + 1].isalnum()
+        self.words.append(_Word(word, sep, end))
+        self.pos = end
 
 
 def _is(w: _Word | None, table: dict[str, int] | set[str], sep: tuple[str, ...] = ()) -> bool:
@@ -122,7 +119,7 @@ def _n(words: _Words, i: int, seps: tuple[str, ...] = ("gap",)) -> tuple[int, in
     if w is None or w.sep not in seps:
         return None
     if w.word in UNITS or w.word in TEENS:
-        return (UNITS | TEENS)[w.word], i + 1
+        return _UNITS_AND_TEENS[w.word], i + 1
     if w.word in TENS:
         unit = words[i + 1]
         if _is(unit, UNITS, ("gap", "-")):
@@ -175,7 +172,7 @@ def _second_fraction(words: _Words, i: int) -> tuple[int, int, int] | None:
     w, n = words[i], words[i + 1]
     if w is None or w.word not in ("and", "&") or w.sep != "gap" or n is None or n.sep != "gap":
         return None
-    numerator = 1 if n.word == "a" else (UNITS | TEENS).get(n.word)
+    numerator = 1 if n.word == "a" else _UNITS_AND_TEENS.get(n.word)
     d = words[i + 2]
     if numerator is None or not _is(d, FRACTION_WORDS, ("gap", "-")):
         return None
@@ -200,7 +197,10 @@ def read_phrase(text: str, start: int, any_digits: bool = False) -> tuple[float,
     if first.word == "zero":
         return 0.0, first.end
     if first.word == "hundred" or first.word in MAGNITUDES:
-        before = text[:start].rstrip(" \t")[-1:]  # "5 million" is 5 (SPEC §1.1's scale decides)
+        i = start  # "5 million" is 5 (SPEC §1.1's scale decides): a digit and blanks before?
+        while i > 0 and text[i - 1] in " \t":
+            i -= 1
+        before = text[i - 1] if i > 0 else ""
         if before and (before.isdecimal() if any_digits else before in "0123456789"):
             return None
     total, last_m, i = 0, None, 0
