@@ -133,6 +133,7 @@ def main() -> None:
     every = {**CASES, **READING_CASES, **V3_CASES}
     parser.add_argument("--case", nargs="*", choices=list(every), help="default: all")
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
+    parser.add_argument("--path", nargs="*", choices=list(PATHS), help="default: both")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
     size_head = " ".join(f"{s:g} MB".rjust(7) for s in sizes)
@@ -145,7 +146,8 @@ def main() -> None:
         texts = [every[case](int(s * MB)) for s in sizes]
         options = READING_OPTIONS if case in READING_CASES else OPTIONS
         options = V3_OPTIONS if case in V3_CASES else options
-        for path, read in PATHS.items():
+        for path in args.path or list(PATHS):
+            read = PATHS[path]
             for pick, opts in options.items():
                 per_mb = [
                     seconds(lambda t=text, o=opts: read(t, o), args.repeat)  # noqa: B023
