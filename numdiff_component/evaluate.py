@@ -148,7 +148,8 @@ class _NumericDiffScorer(Scorer):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        self._options = Options.of(None, **{name: getattr(self, name) for name in OPTION_NAMES})
+        given = {name: getattr(self, name) for name in OPTION_NAMES}
+        self._options = Options.of(None, **{k: v for k, v in given.items() if v is not None})
 
     @property
     def options(self) -> Options:
@@ -186,12 +187,16 @@ class _NumericDiffScorer(Scorer):
         ]
 
 
+# One field per option; None is "not given": the preset's value, else the option's default.
 NumericDiffScorer = create_model(
     "NumericDiffScorer",
     __base__=_NumericDiffScorer,
     __module__=__name__,
     __doc__=_NumericDiffScorer.__doc__,
-    **{spec.name: (spec.kind, spec.default) for spec in SCHEMA},  # type: ignore[call-overload]
+    **{
+        spec.name: ((spec.kind | str if spec.choices else spec.kind) | None, None)
+        for spec in SCHEMA
+    },  # type: ignore[call-overload]
 )
 
 
@@ -219,8 +224,8 @@ def make_numeric_diff_scorer(
     >>> round(score_fb.value, 4), passed_fb.value, score_fb.rationale
     (0.9762, True, 'output 41, expected 42, difference 1: score 0.97619 (pass)')
     """
-    opts = Options.of(None, **options)
-    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.as_dict())
+    opts = Options.of(None, **options)  # validated here, once
+    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.given())
     return scorer
 
 
