@@ -129,30 +129,16 @@ def _click_option(spec: OptionSpec) -> Callable[[F], F]:
     # value (SPEC §2.1), one not given takes it. The help shows the default without a preset.
     flag = "--" + spec.name.replace("_", "-")
     shown = str(spec.default).lower() if spec.kind is bool else str(spec.default)
-    if spec.kind is bool:
-        return click.option(
-            flag,
-            cls=_Switch,
-            choices=spec.choices,
-            default=None,
-            show_default=shown,
-            help=spec.help,
-        )
     if spec.kind is float:
+        domain = spec.domain.removeprefix("a number ")
         return click.option(
-            flag,
-            type=float,
-            default=None,
-            show_default=shown,
-            help=f"{spec.help} ({spec.domain.removeprefix('a number ')})",
+            flag, type=float, default=None, help=f"{spec.help} ({domain})  [default: {shown}]"
         )
-    return click.option(
-        flag,
-        default=None,
-        show_default=shown,
-        metavar="[" + "|".join(spec.choices) + "]",
-        help=spec.help,
-    )
+    help = f"{spec.help}  [default: {shown}]"
+    if spec.kind is bool:
+        return click.option(flag, cls=_Switch, choices=spec.choices, default=None, help=help)
+    metavar = "[" + "|".join(spec.choices) + "]"
+    return click.option(flag, default=None, metavar=metavar, help=help)
 
 
 class _Command(click.Command):
