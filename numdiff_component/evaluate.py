@@ -59,6 +59,7 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
     ``aggregate_results`` holds the SPEC §3 aggregates that are numbers (a NaN one, such as
     ``mae`` when no row has two numbers, is left out). No rows is an `InputError`.
     """
+    _check_not_the_same_column(predictions, targets)
     a = parse_column(_column(predictions), options)
     b = parse_column(_column(targets), options)
     if len(a) != len(b):
@@ -74,6 +75,17 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
+
+
+def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
+    # Two columns of one table have two names: the same name is the same column (every row
+    # would pass, whatever the model said).
+    names = [getattr(values, "name", None) for values in (predictions, targets)]
+    if names[0] is not None and names[0] == names[1]:
+        raise InputError(
+            f"predictions and targets are the same column {names[0]!r}; a column scored "
+            "against itself passes every row"
+        )
 
 
 def _column(values: Any) -> Any:
