@@ -360,3 +360,16 @@ def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -
     results = Path(proc.stdout.strip())
     assert results.name == "results.parquet" and results.parent.parent == tmp_path
     assert len(pd.read_parquet(results)) == len(pd.read_csv(sample_path()))
+
+
+def test_compare_says_the_presets_differ(tracking_uri: str, tmp_path: Path) -> None:
+    preds = str(write_file(tmp_path / "p.csv", 'output,expected\n"3+4=7. Answer: 14",14\n'))
+    for folder, preset in (("a", "none"), ("b", "answers")):
+        args = ["score", preds, "-q", "--no-plots", "--preset", preset, "--results-dir"]
+        assert invoke(*args, str(tmp_path / folder)).returncode == 0
+    done = invoke(
+        "compare", str(tmp_path / "a" / "results.parquet"), str(tmp_path / "b" / "results.parquet")
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if "options differ" in line)
+    assert "preset none in A, answers in B" in line and "pick first in A, answer in B" in line

@@ -366,7 +366,8 @@ def test_deprecated_mlflow_evaluate_works_too() -> None:
 
 
 @pytest.mark.slow
-def test_genai_evaluate_logs_mean_score_and_pass_rate() -> None:
+def test_genai_evaluate_logs_mean_score_and_pass_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_GENAI_EVAL_MAX_WORKERS", "1")  # the guide's setting for sqlite
     rows = [
         {"inputs": {"question": q}, "outputs": o, "expectations": {"expected": e}}
         for q, o, e in zip(SAMPLE.question, SAMPLE.output, SAMPLE.expected, strict=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -363,3 +365,36 @@ def test_scoring_options_hand_the_command_one_validated_object() -> None:
     assert command(other=1, **values) == (Options(pick="last"), 1)
     with pytest.raises(OptionError, match="pick must be one of 'first', 'last', 'answer', got 'x'"):
         command(other=1, **{**values, "pick": "x"})
+
+
+# --- signatures in the documentation are the schema's ---------------------------------------------
+
+_API = ("make_numeric_diff_metric", "make_numeric_diff_scorer", "log_numeric_diff_model")
+_NOT_OPTIONS = {"name", "expected_key", "experiment_name", "run_name"}
+_CALL = re.compile(r"`(" + "|".join(_API) + r")\(([^`]*)\)`")
+
+
+def _documented_signatures() -> list[tuple[str, str, list[str]]]:
+    """(file, function, names) of each signature written in the README and the guide: a code
+    span calling one of the MLflow entry points with ``name=...`` placeholders."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    found = []
+    for page in pages:
+        if page.name == "SPEC.md":  # the contract: its own words
+            continue
+        for match in _CALL.finditer(page.read_text(encoding="utf-8")):
+            names = re.findall(r"(\w+)=\.\.\.", match.group(2))
+            if names:
+                found.append((page.name, match.group(1), names))
+    return found
+
+
+def test_documented_signatures_list_every_option_of_the_schema() -> None:
+    """A signature written as ``make_numeric_diff_metric(threshold=..., ...)`` names every
+    option, in schema order (or is written ``**options``)."""
+    signatures = _documented_signatures()
+    assert signatures, "no signature found: the guide writes at least one"
+    for page, function, names in signatures:
+        options = [name for name in names if name not in _NOT_OPTIONS]
+        assert options == list(OPTION_NAMES), (page, function)
