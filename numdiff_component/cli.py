@@ -147,7 +147,8 @@ class _Command(click.Command):
     click refuses, such as ``--fail-under abc``) is also recorded on the run."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, [_flag_value(arg) for arg in args])
+        end = args.index("--") if "--" in args else len(args)  # then arguments, not options
+        return super().parse_args(ctx, [_flag_value(arg) for arg in args[:end]] + args[end:])
 
     def make_context(
         self,

@@ -208,6 +208,9 @@ def test_metric_refuses_the_same_column_on_both_sides() -> None:
     with pytest.raises(InputError, match="predictions and targets are the same column 'expected'"):
         numeric_diff_metric.eval_fn(column, column.copy())
     assert numeric_diff_metric.eval_fn(column.rename("output"), column).scores == [1.0, 1.0]
+    frame = pd.DataFrame({"output": ["1"], "expected": ["2"]})
+    with pytest.raises(InputError, match="the output and the expected column are both 'expected'"):
+        score_frame(frame, "expected", "expected")  # the Python API refuses it too
 
 
 # --- the scorer ---------------------------------------------------------------------------------
