@@ -397,4 +397,7 @@ def test_documented_signatures_list_every_option_of_the_schema() -> None:
     assert signatures, "no signature found: the guide writes at least one"
     for page, function, names in signatures:
         options = [name for name in names if name not in _NOT_OPTIONS]
-        assert options == list(OPTION_NAMES), (page, function)
+        assert options == list(OPTION_NAMES), (
+            f"{page}: {function}({', '.join(f'{n}=...' for n in options)}) should list the "
+            f"schema's options in order: {', '.join(f'{n}=...' for n in OPTION_NAMES)}"
+        )
