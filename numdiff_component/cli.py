@@ -16,11 +16,12 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
+from numdiff_component.options import OPTION_NAMES, PRESET_OPTIONS, SCHEMA, Options, OptionSpec
 
 EXIT_GATE, EXIT_INPUT, EXIT_TRACKING = 1, 2, 3
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,15 +49,21 @@ def _guarded(func: F) -> F:
             return func(*args, **kwargs)
         except (NumdiffError, TrackingError) as exc:
             code = EXIT_TRACKING if isinstance(exc, TrackingError) else EXIT_INPUT
-            if code == EXIT_INPUT and os.environ.get("MLFLOW_RUN_ID"):
-                from numdiff_component.tracking import record_failure
-
-                record_failure(str(exc), code)
+            if code == EXIT_INPUT:
+                _record_failure(str(exc), code)
             if _traceback_asked():
                 traceback.print_exc()
             _fail(str(exc), code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _record_failure(message: str, code: int) -> None:
+    """Under ``mlflow run``, tag the run with why the step failed (the README's table)."""
+    if os.environ.get("MLFLOW_RUN_ID"):
+        from numdiff_component.tracking import record_failure
+
+        record_failure(message, code)
 
 
 # Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
@@ -99,61 +106,111 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
     return lines
 
 
+class _Switch(click.Option):
+    """A boolean option, written ``--x``, ``--no-x`` or ``--x=true|false`` (``--fractions=all``
+    too). `_Command` turns the first two into the third before click parses; the value is then
+    read by `_option_value`."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        flag = self.opts[0]
+        extra = "".join(f"|{c}" for c in self.choices)
+        return f"{flag} / --no-{flag[2:]}, {flag}=[true|false{extra}]", record[1]
+
+    def __init__(self, *args: Any, choices: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.choices = choices
+
+
 def _click_option(spec: OptionSpec) -> Callable[[F], F]:
+    # Every default is None, "not given": an option given explicitly overrides the preset's
+    # value (SPEC §2.1), one not given takes it. The help shows the default without a preset.
     flag = "--" + spec.name.replace("_", "-")
-    if spec.kind is bool:  # --x/--no-x; --x=true|false too (`_Command`), as the MLproject passes
-        return click.option(
-            f"{flag}/--no-{flag[2:]}", default=spec.default, show_default=True, help=spec.help
-        )
+    shown = str(spec.default).lower() if spec.kind is bool else str(spec.default)
     if spec.kind is float:
+        domain = spec.domain.removeprefix("a number ")
         return click.option(
-            flag,
-            type=float,
-            default=spec.default,
-            show_default=True,
-            help=f"{spec.help} ({spec.domain.removeprefix('a number ')})",
+            flag, type=float, default=None, help=f"{spec.help} ({domain})  [default: {shown}]"
         )
-    return click.option(
-        flag,
-        default=spec.default,
-        show_default=True,
-        metavar="[" + "|".join(spec.choices) + "]",
-        help=spec.help,
-    )
+    help = f"{spec.help}  [default: {shown}]"
+    if spec.kind is bool:
+        return click.option(flag, cls=_Switch, choices=spec.choices, default=None, help=help)
+    metavar = "[" + "|".join(spec.choices) + "]"
+    return click.option(flag, default=None, metavar=metavar, help=help)
 
 
 class _Command(click.Command):
-    """A command whose boolean flags also take ``--flag=true`` / ``--flag=false``."""
+    """A command whose boolean options are flags (``--x``, ``--no-x``) or take a value
+    (``--x=true``, as the MLproject passes them). Under ``mlflow run``, a usage error (a value
+    click refuses, such as ``--fail-under abc``) is also recorded on the run."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, [_flag_value(arg) for arg in args])
+        end = args.index("--") if "--" in args else len(args)  # then arguments, not options
+        return super().parse_args(ctx, [_flag_value(arg) for arg in args[:end]] + args[end:])
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _record_failure(exc.format_message(), EXIT_INPUT)
+            raise
 
 
-_FLAGS = {"--" + spec.name.replace("_", "-") for spec in SCHEMA if spec.kind is bool}
-_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
+_SWITCHES = {"--" + spec.name.replace("_", "-") for spec in SCHEMA if spec.kind is bool}
+_SPECS = {spec.name: spec for spec in SCHEMA}
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
 def _flag_value(arg: str) -> str:
-    flag, equals, value = arg.partition("=")
-    if not equals or flag not in _FLAGS:
-        return arg
-    if value.lower() in _TRUE:
-        return flag
-    if value.lower() in _FALSE:
-        return "--no-" + flag[2:]
-    raise click.BadParameter(f"{value!r} is not true or false", param_hint=f"'{flag}'")
+    if arg in _SWITCHES:
+        return arg + "=true"
+    if arg.startswith("--no-") and "--" + arg[5:] in _SWITCHES:
+        return "--" + arg[5:] + "=false"
+    return arg
+
+
+def _option_value(spec: OptionSpec, value: Any) -> Any:
+    """A value from the command line in the option's type (validated later, by `Options`)."""
+    if spec.kind is bool and isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    return value
+
+
+def _given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given on the command line: not None, and for ``preset`` and the options a
+    preset sets, not "" (the MLproject passes "" for "not given")."""
+    return {
+        name: _option_value(_SPECS[name], value)
+        for name, value in values.items()
+        if value is not None and not (value == "" and name in _BLANK_IS_NOT_GIVEN)
+    }
+
+
+_BLANK_IS_NOT_GIVEN = {"preset", *PRESET_OPTIONS}
 
 
 def scoring_options(func: F) -> F:
-    """The scoring options (SPEC §2), made from the option schema: the same on every command.
-
-    The command receives them as one validated ``options`` argument (an `Options`).
+    """The scoring options (SPEC §2, §2.1), made from the option schema: the same on every
+    command. The command receives them as one validated ``options`` argument (an `Options`):
+    the preset's options, overridden by those given explicitly.
     """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name in OPTION_NAMES}
-        return func(*args, options=Options.of(None, **values), **kwargs)
+        return func(*args, options=Options.of(None, **_given(values)), **kwargs)
 
     for spec in reversed(SCHEMA):
         wrapper = _click_option(spec)(wrapper)
@@ -185,7 +242,7 @@ class _Progress:
 
 @cli.command(cls=_Command)
 @_guarded
-@click.argument("predictions", required=False, default="")
+@click.argument("predictions", required=False, default=None)
 @click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
 @click.option(
     "--expected-col",
@@ -253,8 +310,11 @@ def score(
     """Score a prediction table and log the results to MLflow.
 
     PREDICTIONS is a local path, a URI pandas reads (s3://, https://...) or runs:/<run_id>/<path>
-    (an artifact of an earlier run). Without it, the sample table inside the package is scored.
+    (an artifact of an earlier run). Without it, or given as the word `sample`, the sample table
+    inside the package is scored. Under `mlflow run`, a relative path is read from the folder
+    `mlflow run` was started in.
     """
+    source = _predictions(predictions)
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
     if quiet:  # MLflow's own messages too ("Creating initial MLflow database tables...")
@@ -265,7 +325,7 @@ def score(
 
     check_store_location()
     config = JobConfig(
-        predictions=predictions or None,
+        predictions=source,
         output_col=output_col,
         expected_col=expected_col,
         id_col=id_col or None,
@@ -273,7 +333,7 @@ def score(
         format=fmt,
         results_dir=results_dir,
         experiment_name=experiment_name,
-        run_name=run_name,
+        run_name=run_name or None,  # the MLproject passes "" for none
         plots=not no_plots,
         engine=engine,
         fail_under=fail_under or None,  # 0: no gate
@@ -303,6 +363,67 @@ def score(
             f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
             EXIT_GATE,
         )
+
+
+SAMPLE = "sample"
+"""The word for the sample table inside the package (the MLproject's default)."""
+
+
+def _predictions(given: str | None) -> str | None:
+    """The input to read: ``None`` for the packaged sample. An input given explicitly must name
+    something: "" or an option-like word is an `InputError`, never the sample."""
+    from numdiff_component.errors import InputError
+
+    if given is None:
+        return None
+    if not given.strip():
+        raise InputError(
+            "PREDICTIONS is empty; give a file or URI, or leave it out (or write 'sample') to "
+            "score the sample table inside the package"
+        )
+    if given.startswith("-"):
+        raise InputError(
+            f"PREDICTIONS {given!r} looks like an option, not an input; a file whose name starts "
+            f"with '-' is written ./{given}"
+        )
+    caller = _caller_folder()
+    if given == SAMPLE:
+        if os.path.exists(os.path.join(caller or "", SAMPLE)):
+            raise InputError(
+                f"'{SAMPLE}' names both the sample table inside the package and the file "
+                f"{os.path.join(caller or '.', SAMPLE)!r}; write ./{SAMPLE} for the file"
+            )
+        return None
+    from numdiff_component.tables import local_path
+
+    if caller is not None and local_path(given) == given and not os.path.isabs(given):
+        return os.path.join(caller, given)  # as MLflow reads a parameter of type path
+    return given
+
+
+def _caller_folder() -> str | None:
+    """Under ``mlflow run``, the folder it was started in; ``None`` elsewhere (or unknown).
+
+    ``mlflow run`` runs the step in the project folder, through ``bash -c`` (which may exec the
+    step in place); the process that started it, the first ancestor that is not that shell, is
+    still in the caller's folder. MLflow reads a parameter of type ``path`` from there: so is a
+    relative input (a parameter of type string, so that ``runs:/`` and remote URIs pass as
+    they are). Read from ``/proc``: on a system without it, paths stay as given.
+    """
+    if not os.environ.get("MLFLOW_RUN_ID") or not os.path.isfile("MLproject"):
+        return None
+    pid = os.getppid()
+    try:
+        for _ in range(3):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if os.path.basename(argv[0]) in (b"bash", b"sh") and argv[1:2] == [b"-c"]:
+                stat = Path(f"/proc/{pid}/stat").read_bytes()
+                pid = int(stat.rsplit(b")", 1)[1].split()[1])  # the shell's parent
+                continue
+            return os.readlink(f"/proc/{pid}/cwd")
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 # Further commands (log-model, compare) are defined below this line, one function each.

@@ -59,6 +59,7 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
     ``aggregate_results`` holds the SPEC §3 aggregates that are numbers (a NaN one, such as
     ``mae`` when no row has two numbers, is left out). No rows is an `InputError`.
     """
+    _check_not_the_same_column(predictions, targets)
     a = parse_column(_column(predictions), options)
     b = parse_column(_column(targets), options)
     if len(a) != len(b):
@@ -74,6 +75,17 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
+
+
+def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
+    # Two columns of one table have two names: the same name is the same column (every row
+    # would pass, whatever the model said).
+    names = [getattr(values, "name", None) for values in (predictions, targets)]
+    if names[0] is not None and names[0] == names[1]:
+        raise InputError(
+            f"predictions and targets are the same column {names[0]!r}; a column scored "
+            "against itself passes every row"
+        )
 
 
 def _column(values: Any) -> Any:
@@ -148,7 +160,8 @@ class _NumericDiffScorer(Scorer):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        self._options = Options.of(None, **{name: getattr(self, name) for name in OPTION_NAMES})
+        given = {name: getattr(self, name) for name in OPTION_NAMES}
+        self._options = Options.of(None, **{k: v for k, v in given.items() if v is not None})
 
     @property
     def options(self) -> Options:
@@ -186,12 +199,16 @@ class _NumericDiffScorer(Scorer):
         ]
 
 
+# One field per option; None is "not given": the preset's value, else the option's default.
 NumericDiffScorer = create_model(
     "NumericDiffScorer",
     __base__=_NumericDiffScorer,
     __module__=__name__,
     __doc__=_NumericDiffScorer.__doc__,
-    **{spec.name: (spec.kind, spec.default) for spec in SCHEMA},  # type: ignore[call-overload]
+    **{
+        spec.name: ((spec.kind | str if spec.choices else spec.kind) | None, None)
+        for spec in SCHEMA
+    },  # type: ignore[call-overload]
 )
 
 
@@ -219,8 +236,8 @@ def make_numeric_diff_scorer(
     >>> round(score_fb.value, 4), passed_fb.value, score_fb.rationale
     (0.9762, True, 'output 41, expected 42, difference 1: score 0.97619 (pass)')
     """
-    opts = Options.of(None, **options)
-    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.as_dict())
+    opts = Options.of(None, **options)  # validated here, once
+    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.given())
     return scorer
 
 

@@ -28,8 +28,8 @@ import pandas as pd
 
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
+from numdiff_component.hints import PresetHint
 from numdiff_component.options import Options
-from numdiff_component.reading import several_numbers
 from numdiff_component.report import (
     HISTOGRAM_PNG,
     REPORT_HTML,
@@ -51,9 +51,6 @@ from numdiff_component.tracking import (
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
 """Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
-SEVERAL_NUMBERS_SHARE = 0.5
-"""With ``pick="first"``, the share of outputs holding several numbers from which the job says
-that the first is read, and names ``--pick answer``."""
 
 
 @dataclass(frozen=True)
@@ -200,17 +197,12 @@ class _Collected:
     first: pd.DataFrame  # the first input rows, for the dataset's schema
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
     report: ReportBuilder | None
-    n_several: int  # outputs holding several numbers (counted with pick="first" only)
+    hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
 
     def notes(self, options: Options) -> tuple[str, ...]:
         """One-line hints for the user, shown with the results."""
-        share = self.n_several / self.totals.n if self.totals.n else 0.0
-        if options.pick != "first" or share < SEVERAL_NUMBERS_SHARE:
-            return ()
-        return (
-            f"{share:.0%} of outputs hold several numbers; the first is read "
-            "(--pick answer reads the final answer)",
-        )
+        note = self.hint.note()
+        return () if note is None else (note,)
 
 
 def _collect(
@@ -220,7 +212,8 @@ def _collect(
     progress: Callable[[int], None] | None,
 ) -> _Collected:
     """Add up the result batches: totals, the first input rows, the rows to log, the report."""
-    totals, first, n_several = Totals(), None, 0
+    totals, first = Totals(), None
+    hint = PresetHint(config.options, config.output_col, config.expected_col)
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:
@@ -232,8 +225,7 @@ def _collect(
             first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
         if report is not None:
             report.add(results)
-        if config.options.pick == "first":
-            n_several += int(several_numbers(results[config.output_col], config.options).sum())
+        hint.add(results)
         totals += Totals.of(results)
         kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
         if kept is not None:
@@ -242,7 +234,7 @@ def _collect(
             progress(totals.n)
     if first is None:
         raise InputError(f"no rows to score in {source!r}")
-    return _Collected(totals, first, kept, report, n_several)
+    return _Collected(totals, first, kept, report, hint)
 
 
 def _score(

@@ -4,12 +4,18 @@ Each field of `Options` carries its default, its domain and its help text. Every
 made from that one declaration (`SCHEMA`): the validation and its messages, the click options of
 every command, the genai scorer's fields, the pyfunc model config, and the MLproject parameters
 (checked against it by a test). Adding an option is one field here plus the code that reads it.
+
+`PRESETS` (SPEC §2.1) names sets of options for a kind of text. ``preset`` is an option like the
+others; an option given explicitly overrides the preset's value, and the resolved `Options` keeps
+the preset's name (recorded with the resolved values).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Literal
 
 from numdiff_component.errors import OptionError
@@ -23,6 +29,43 @@ Words = Literal["none", "en"]
 Digits = Literal["ascii", "any"]
 Ranges = Literal["none", "mid"]
 Negative = Literal["sign", "parens"]
+Preset = Literal["none", "answers", "prose", "prices"]
+
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "none": {},
+        "answers": {  # chain-of-thought and math answers
+            "pick": "answer",
+            "thousands": "any",
+            "scale": "words",
+            "fractions": "all",
+            "words": "en",
+            "digits": "any",
+            "scientific": True,
+        },
+        "prose": {  # measurements and figures in prose
+            "thousands": "any",
+            "scale": "words",
+            "fractions": "all",
+            "words": "en",
+            "digits": "any",
+            "scientific": True,
+            "ranges": "mid",
+        },
+        "prices": {"thousands": "any", "digits": "any", "prices": True},  # prices and amounts
+    }
+)
+"""SPEC §2.1: each preset's options; the options it does not name keep their defaults."""
+PRESET_OPTIONS = tuple(sorted({name for options in PRESETS.values() for name in options}))
+"""The options some preset sets: where the CLI and the MLproject read "" as "not given"."""
+
+
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_NOT_GIVEN: Any = _NotGiven()
 
 
 def _option(
@@ -33,9 +76,9 @@ def _option(
     low: float = -math.inf,
     high: float = math.inf,
 ) -> Any:
-    return field(
-        default=default, metadata={"help": help, "choices": choices, "low": low, "high": high}
-    )
+    # The field's own default is "not given", so that a preset can fill it (`Options`).
+    metadata = {"default": default, "help": help, "choices": choices, "low": low, "high": high}
+    return field(default=_NOT_GIVEN, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -81,13 +124,28 @@ class OptionSpec:
 class Options:
     """How numbers are read and scored (SPEC §2). Invalid values raise `OptionError`.
 
+    An option not given takes its value from the preset (SPEC §2.1), else its default; one given
+    explicitly overrides the preset's value. The object holds the resolved values and the
+    preset's name.
+
     >>> Options(threshold=0.9).threshold
     0.9
+    >>> options = Options(preset="answers", pick="last")
+    >>> options.pick, options.words, options.threshold
+    ('last', 'en', 0.99)
     >>> Options(scale="si")
     Traceback (most recent call last):
     ...
     numdiff_component.errors.OptionError: scale must be one of 'none', 'words', got 'si'
     """
+
+    preset: Preset = _option(
+        "none",
+        "A set of reading options for a kind of text: 'answers' (chain-of-thought and math "
+        "answers), 'prose' (measurements and figures in prose), 'prices' (prices and amounts). "
+        "An option given explicitly overrides the preset's value.",
+        choices=tuple(PRESETS),
+    )
 
     threshold: float = _option(
         0.99, "A row passes when its score is at least this.", low=0.0, high=1.0
@@ -151,12 +209,23 @@ class Options:
     )
 
     def __post_init__(self) -> None:
-        for spec in SCHEMA:
-            object.__setattr__(self, spec.name, spec.validate(getattr(self, spec.name)))
+        for spec in SCHEMA:  # preset first: the others may take its values
+            value = getattr(self, spec.name)
+            if value is _NOT_GIVEN:
+                value = PRESETS.get(self.preset, {}).get(spec.name, spec.default)
+            object.__setattr__(self, spec.name, spec.validate(value))
 
     @classmethod
     def of(cls, options: Options | None = None, **overrides: Any) -> Options:
-        """Options from an existing object and/or keywords; unknown keywords are an error."""
+        """Options from an existing object and/or keywords; unknown keywords are an error.
+
+        The keywords are given explicitly: they override ``options`` and any preset. A new
+        ``preset`` keyword replaces the preset of ``options`` and keeps the values ``options``
+        had been given explicitly (those that differ from what its preset gives).
+
+        >>> Options.of(Options(preset="answers", pick="last"), preset="prose").pick
+        'last'
+        """
         if options is not None and not overrides:  # already validated: no copy on a hot path
             return options
         unknown = sorted(set(overrides) - set(OPTION_NAMES))
@@ -164,15 +233,27 @@ class Options:
             raise OptionError(
                 f"unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}"
             )
-        base = asdict(options) if options is not None else {}
+        base = options.given() if options is not None else {}
         return cls(**{**base, **overrides})
 
+    def given(self) -> dict[str, Any]:
+        """The preset, and the values that differ from what the preset alone gives: what a user
+        writes to get these options (``Options(**o.given()) == o``)."""
+        preset = PRESETS[self.preset]
+        return {
+            spec.name: getattr(self, spec.name)
+            for spec in SCHEMA
+            if spec.name == "preset"
+            or getattr(self, spec.name) != preset.get(spec.name, spec.default)
+        }
+
     def as_dict(self) -> dict[str, Any]:
+        """Every option's resolved value, the preset's name first, in schema order."""
         return asdict(self)
 
 
 SCHEMA: tuple[OptionSpec, ...] = tuple(
-    OptionSpec(f.name, type(f.default), f.default, **f.metadata) for f in fields(Options)
+    OptionSpec(f.name, type(f.metadata["default"]), **f.metadata) for f in fields(Options)
 )
 """Every option, in declaration order."""
 

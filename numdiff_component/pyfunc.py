@@ -26,7 +26,7 @@ from mlflow.pyfunc import PythonModel, PythonModelContext
 from mlflow.types import ColSpec, Schema
 
 from numdiff_component.errors import InputError, missing_column
-from numdiff_component.options import Options
+from numdiff_component.options import OPTION_NAMES, Options
 from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA, score_frame
 from numdiff_component.tracking import deadline, mlflow_run
 
@@ -63,8 +63,10 @@ class NumericDiffModel(PythonModel):
         self.options = options or Options()
 
     def load_context(self, context: PythonModelContext) -> None:
-        """Read the options from the model config (unknown keys are an `OptionError`)."""
-        self.options = Options.of(None, **(context.model_config or {}))
+        """Read the options from the model config (unknown keys are an `OptionError`; a key
+        set to None is not given: the preset's value, else the option's default)."""
+        config = context.model_config or {}
+        self.options = Options.of(None, **{k: v for k, v in config.items() if v is not None})
 
     def predict(
         self,
@@ -87,6 +89,14 @@ class NumericDiffModel(PythonModel):
         return results
 
 
+def model_config(options: Options) -> dict[str, Any]:
+    """The model config of a model logged with ``options``: every option's key (MLflow lets a
+    load override only the keys the config holds), with the preset and the values given, and
+    None for the others, so that a preset given when loading fills them as it would here."""
+    given = options.given()
+    return {name: given.get(name) for name in OPTION_NAMES}
+
+
 def _pip_requirements() -> list[str]:
     return [f"{name}=={version(name)}" for name in _REQUIREMENTS]
 
@@ -100,11 +110,11 @@ def log_numeric_diff_model(
 ) -> ModelInfo:
     """Log a `NumericDiffModel` with these options to MLflow; its ``ModelInfo``.
 
-    ``options`` are the scoring options of SPEC §2 (`Options`), validated first (`OptionError`)
-    and stored as the model config. The model goes to the active run, or to a new run (named
-    ``run_name``, in ``experiment_name`` when given; both are used only for a new run). It has
-    a signature (``output``, ``expected`` strings in; the six result columns out) and an input
-    example.
+    ``options`` are the scoring options of SPEC §2 and ``preset`` (`Options`), validated first
+    (`OptionError`) and stored as the model config (`model_config`). The model goes to the
+    active run, or to a new run (named ``run_name``, in ``experiment_name`` when given; both
+    are used only for a new run). It has a signature (``output``, ``expected`` strings in; the
+    six result columns out) and an input example.
     ``ModelInfo.model_uri`` (``models:/<model_id>``) is what ``mlflow models serve -m`` and
     ``mlflow.pyfunc.load_model`` take; ``runs:/<run_id>/<name>`` works as well. A tracking
     failure raises `TrackingError`.
@@ -128,7 +138,7 @@ def log_numeric_diff_model(
         return mlflow.pyfunc.log_model(
             name=name,
             python_model=str(Path(__file__).with_name("model_code.py")),
-            model_config=opts.as_dict(),
+            model_config=model_config(opts),
             signature=SIGNATURE,
             input_example=INPUT_EXAMPLE,
             code_paths=[str(Path(__file__).parent)],

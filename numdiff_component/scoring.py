@@ -112,7 +112,13 @@ def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np
 def check_columns(
     columns: Any, output_col: str, expected_col: str, id_col: str | None = None
 ) -> None:
-    """Raise `InputError` when a column is missing or an input column has a result's name."""
+    """Raise `InputError` when a column is missing or an input column has a result's name, or
+    when the output and the expected value are the same column (every row would pass)."""
+    if output_col == expected_col:
+        raise InputError(
+            f"the output and the expected column are both {output_col!r}; a column scored "
+            "against itself passes every row (choose with --output-col and --expected-col)"
+        )
     names = [str(c) for c in columns]
     duplicated = sorted({c for c in names if names.count(c) > 1})
     if duplicated:

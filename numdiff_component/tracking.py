@@ -131,7 +131,8 @@ def mlflow_run(
     marked FAILED when it raises. MLflow failures inside become `TrackingError`.
 
     ``default_run_name`` names a new run that has no ``run_name``; a run ``mlflow run`` started
-    keeps the name it was given."""
+    takes ``run_name`` when given, keeps a name given to ``mlflow run --run-name``, and takes
+    ``default_run_name`` instead of the random name MLflow made up."""
     import mlflow
     from mlflow.environment_variables import MLFLOW_RUN_ID
 
@@ -142,6 +143,8 @@ def mlflow_run(
         run = active or mlflow.start_run(
             run_name=run_name, experiment_id=experiment_id(experiment_name)
         )
+        if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
+            mlflow.set_tag("mlflow.runName", default_run_name)
         try:
             yield run
         except BaseException as exc:
@@ -151,6 +154,19 @@ def mlflow_run(
             raise
         if active is None:
             mlflow.end_run()
+
+
+def _made_up(name: str | None) -> bool:
+    """Whether ``name`` is one MLflow makes up for a run nobody named (``glamorous-wolf-831``)."""
+    from mlflow.utils import name_utils
+
+    parts = (name or "").split("-")
+    return (
+        len(parts) == 3
+        and parts[0] in {p.lower() for p in name_utils._GENERATOR_PREDICATES}
+        and parts[1] in {n.lower() for n in name_utils._GENERATOR_NOUNS}
+        and parts[2].isdigit()
+    )
 
 
 def check_store_location() -> None:

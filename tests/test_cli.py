@@ -134,6 +134,21 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path | str], list[str], str]] = {
         "pickle file, which is not read",
     ),
     "json not a table": (lambda d: write_file(d / "t.json", "42"), [], "cannot read '"),
+    "same column on both sides": (
+        lambda d: write_file(d / "t.csv", "output,expected\n1,1\n"),
+        ["--output-col", "expected", "--expected-col", "expected"],
+        "the output and the expected column are both 'expected'",
+    ),
+    "preset out of domain": (
+        lambda d: "",
+        ["--preset", "math"],
+        "preset must be one of 'none', 'answers', 'prose', 'prices', got 'math'",
+    ),
+    "fractions out of domain": (
+        lambda d: "",
+        ["--fractions=half"],
+        "fractions must be True or False or 'all', got 'half'",
+    ),
 }
 
 
@@ -264,7 +279,75 @@ def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
         assert done.returncode == 0, done.stderr
         assert pd.read_parquet(folder / "results.parquet")["score"][0] == pytest.approx(score)
     done = invoke("score", "--decimal-comma=maybe", preds)
-    assert done.returncode == 2 and "'maybe' is not true or false" in done.stderr
+    one_line_error(done, 2, "decimal_comma must be True or False, got 'maybe'")
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("", "PREDICTIONS is empty; give a file or URI, or leave it out (or write 'sample')"),
+        ("  ", "PREDICTIONS is empty"),
+        ("--results-dir=/x", "PREDICTIONS '--results-dir=/x' looks like an option"),
+        ("-q", "PREDICTIONS '-q' looks like an option"),
+    ],
+)
+def test_an_input_given_explicitly_must_name_one(given: str, message: str, tmp_path: Path) -> None:
+    """Only leaving the input out (or the word 'sample') scores the packaged sample: an empty
+    or option-like input given explicitly is bad input, never the sample (a gate would pass on
+    the wrong data)."""
+    done = invoke("score", "--results-dir", str(tmp_path / "res"), "--", given)
+    one_line_error(done, 2, message)
+    assert not (tmp_path / "res").exists()
+
+
+def test_the_word_sample_names_the_packaged_sample(tracking_uri: str, tmp_path: Path) -> None:
+    done = invoke("score", "sample", "-q", "--no-plots", "--results-dir", str(tmp_path / "res"))
+    assert done.returncode == 0, done.stderr
+    sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
+    assert list(pd.read_parquet(tmp_path / "res" / "results.parquet")["id"]) == list(sample["id"])
+    (tmp_path / "sample").write_text("output,expected\n1,1\n")  # a file of that name: which?
+    done = invoke("score", "sample", "-q", "--no-plots", "--results-dir", str(tmp_path / "r2"))
+    one_line_error(done, 2, "'sample' names both the sample table inside the package and the file")
+
+
+def test_a_preset_and_the_options_given_reach_the_job(tracking_uri: str, tmp_path: Path) -> None:
+    """What the run records and the summary shows: the preset and the options it resolved to,
+    an option given explicitly winning over the preset's value."""
+    preds = write_file(tmp_path / "p.csv", 'output,expected\n"Step 1: 3+4=7. Answer: 14",14\n')
+    args = ["score", str(preds), "--preset", "answers", "--no-fractions", "--results-dir"]
+    done = invoke(*args, str(tmp_path / "res"))
+    assert done.returncode == 0, done.stderr
+    assert pd.read_parquet(tmp_path / "res" / "results.parquet")["output_value"][0] == 14.0
+    from mlflow import MlflowClient
+
+    run_id = next(line.split()[1] for line in done.stdout.splitlines() if line.startswith("  run "))
+    params = MlflowClient().get_run(run_id).data.params
+    recorded = {k.rsplit("/", 1)[-1]: v for k, v in params.items()}  # with or without a prefix
+    assert recorded["preset"] == "answers" and recorded["pick"] == "answer"
+    assert recorded["fractions"] == "false" and recorded["words"] == "en"
+    summary = (tmp_path / "res" / "summary.md").read_text()
+    assert "preset" in summary and "answers" in summary
+
+
+def test_the_hint_names_the_preset_that_reads_the_answers(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    """The default reads the first number of a chain of thought; the hint says which preset
+    would pass the rows that fail, with the count, though few outputs are like that."""
+    rows = "".join(f"{i},{i}\n" for i in range(1, 19))
+    rows += '"Step 1: 3+4=7. Answer: 14",14\n"2 apples, 3 pears: the answer is 5",5\n'
+    preds = write_file(tmp_path / "p.csv", "output,expected\n" + rows)
+    done = invoke("score", str(preds), "--no-plots", "--results-dir", str(tmp_path / "res"))
+    assert done.returncode == 0, done.stderr
+    note = (
+        "note: --preset answers (-P preset=answers) would pass 2 of the 2 failing rows "
+        "(pass rate 0.9000 -> 1.0000)"
+    )
+    assert note in done.stdout
+    done = invoke(
+        "score", str(preds), "--no-plots", "--preset", "answers", "--results-dir", str(tmp_path)
+    )
+    assert "note:" not in done.stdout  # nothing left to gain
 
 
 @pytest.mark.slow
@@ -277,3 +360,16 @@ def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -
     results = Path(proc.stdout.strip())
     assert results.name == "results.parquet" and results.parent.parent == tmp_path
     assert len(pd.read_parquet(results)) == len(pd.read_csv(sample_path()))
+
+
+def test_compare_says_the_presets_differ(tracking_uri: str, tmp_path: Path) -> None:
+    preds = str(write_file(tmp_path / "p.csv", 'output,expected\n"3+4=7. Answer: 14",14\n'))
+    for folder, preset in (("a", "none"), ("b", "answers")):
+        args = ["score", preds, "-q", "--no-plots", "--preset", preset, "--results-dir"]
+        assert invoke(*args, str(tmp_path / folder)).returncode == 0
+    done = invoke(
+        "compare", str(tmp_path / "a" / "results.parquet"), str(tmp_path / "b" / "results.parquet")
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if "options differ" in line)
+    assert "preset none in A, answers in B" in line and "pick first in A, answer in B" in line

@@ -292,7 +292,9 @@ def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> 
     assert "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B" in text
     summary = json.loads(invoke("compare", a_file, b_file, "--json").stdout)
     assert summary["options"]["b"]["pick"] == "last" and summary["options"]["a"]["pick"] == "first"
-    assert "options (A and B): threshold 0.99" in invoke("compare", a_file, a_file).stdout
+    assert (
+        "options (A and B): preset none, threshold 0.99" in invoke("compare", a_file, a_file).stdout
+    )
 
 
 def test_ids_that_differ_only_in_type_are_named() -> None:

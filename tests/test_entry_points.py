@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from mlflow.pyfunc import PythonModelContext
 
 from numdiff_component import (
     Options,
@@ -20,12 +21,22 @@ from numdiff_component import (
     score,
     score_frame,
 )
-from numdiff_component.pyfunc import NumericDiffModel
+from numdiff_component.pyfunc import NumericDiffModel, model_config
 from tests.conftest import SPEC_READINGS, invoke, write_table
+
+# Presets (SPEC §2.1) through every entry point: texts whose number a preset's options read.
+PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
+    ("Step 1: 3+4=7. Step 2: 7*2=14", {"preset": "answers"}, 14.0),
+    ("The answer is $\\boxed{9}$ \\pmod{11}", {"preset": "answers"}, 9.0),
+    ("Step 1: 3+4=7. Step 2: 7*2=14", {"preset": "answers", "pick": "first"}, 1.0),  # explicit
+    ("$2.1 billion", {"preset": "prose"}, 2.1e9),
+    ("PTE 120 000 000", {"preset": "prose", "thousands": "comma"}, 120.0),  # explicit
+    ("CHF 1'049.95", {"preset": "prices"}, 1049.95),
+]
 
 # One group of rows per set of options, as a user scores a table with one set of options.
 GROUPS: dict[str, tuple[dict[str, Any], list[tuple[str, float | None]]]] = {}
-for text, opts, number in SPEC_READINGS:
+for text, opts, number in SPEC_READINGS + PRESET_READINGS:
     key = ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
     GROUPS.setdefault(key, (opts, []))[1].append((text, number))
 
@@ -102,3 +113,9 @@ def test_genai_scorer(options: dict[str, Any], rows: list[tuple[str, float | Non
 def test_pyfunc_model(options: dict[str, Any], rows: list[tuple[str, float | None]]) -> None:
     predicted = NumericDiffModel(Options(**options)).predict(None, _table(rows))
     _same(predicted["output_value"].tolist(), _want(rows))
+    # As loaded from a model config (`model_config`), where a preset resolves again.
+    model = NumericDiffModel()
+    model.load_context(
+        PythonModelContext(artifacts={}, model_config=model_config(Options(**options)))
+    )
+    _same(model.predict(None, _table(rows))["output_value"].tolist(), _want(rows))

@@ -191,7 +191,49 @@ def test_metric_options_are_validated_when_made() -> None:
     assert numeric_diff_metric.greater_is_better is True
 
 
+def test_metric_takes_a_preset_and_evaluator_config_another() -> None:
+    cot = pd.Series(["Step 1: 3+4=7. Answer: 14"])
+    metric = make_numeric_diff_metric(preset="answers")
+    assert metric.eval_fn(cot, pd.Series(["14"])).scores == [1.0]
+    plain = metric.eval_fn(cot, pd.Series(["14"]), {"preset": "none"})  # the default reading
+    assert plain.scores == [pytest.approx(1 - 13 / 14)]
+    kept = make_numeric_diff_metric(preset="answers", pick="first")  # explicit beats the preset
+    assert kept.eval_fn(cot, pd.Series(["14"]), {"preset": "prose"}).scores == plain.scores
+    with pytest.raises(OptionError, match="preset must be one of 'none', 'answers'"):
+        make_numeric_diff_metric(preset="math")
+
+
+def test_metric_refuses_the_same_column_on_both_sides() -> None:
+    column = pd.Series(["1", "2"], name="expected")
+    with pytest.raises(InputError, match="predictions and targets are the same column 'expected'"):
+        numeric_diff_metric.eval_fn(column, column.copy())
+    assert numeric_diff_metric.eval_fn(column.rename("output"), column).scores == [1.0, 1.0]
+    frame = pd.DataFrame({"output": ["1"], "expected": ["2"]})
+    with pytest.raises(InputError, match="the output and the expected column are both 'expected'"):
+        score_frame(frame, "expected", "expected")  # the Python API refuses it too
+
+
 # --- the scorer ---------------------------------------------------------------------------------
+
+
+def test_scorer_fields_are_the_option_schema_and_take_a_preset() -> None:
+    from numdiff_component.evaluate import NumericDiffScorer
+    from numdiff_component.options import OPTION_NAMES
+
+    assert set(OPTION_NAMES) <= set(NumericDiffScorer.model_fields)
+    scorer = make_numeric_diff_scorer(preset="answers", fractions=True)
+    assert scorer.options == Options(preset="answers", fractions=True)
+    assert (scorer.preset, scorer.fractions, scorer.pick) == (
+        "answers",
+        True,
+        None,
+    )  # None: preset's
+    assert NumericDiffScorer(preset="prose").options == Options(preset="prose")
+    assert make_numeric_diff_scorer(fractions="all").options.fractions == "all"
+    cot = "Step 1: 3+4=7. Answer: 14"
+    assert scorer(outputs=cot, expectations={"expected": 14})[0].value == 1.0
+    copy = pickle.loads(pickle.dumps(scorer))
+    assert copy.options == scorer.options
 
 
 def test_scorer_feedbacks() -> None:
@@ -327,7 +369,8 @@ def test_deprecated_mlflow_evaluate_works_too() -> None:
 
 
 @pytest.mark.slow
-def test_genai_evaluate_logs_mean_score_and_pass_rate() -> None:
+def test_genai_evaluate_logs_mean_score_and_pass_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_GENAI_EVAL_MAX_WORKERS", "1")  # the guide's setting for sqlite
     rows = [
         {"inputs": {"question": q}, "outputs": o, "expectations": {"expected": e}}
         for q, o, e in zip(SAMPLE.question, SAMPLE.output, SAMPLE.expected, strict=True)
@@ -348,3 +391,33 @@ def test_genai_evaluate_logs_mean_score_and_pass_rate() -> None:
     assert "no number in the output: score 0 (unparseable)" in set(
         table["numeric_diff/score/rationale"]
     )
+
+
+@pytest.mark.slow
+def test_genai_evaluate_on_sqlite_with_the_documented_setting_sends_every_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a sqlite store, mlflow.genai.evaluate's 10 scoring threads and 10 trace-export threads
+    outnumber the store's 15 pooled connections: exports wait 30 s for one, then fail ("QueuePool
+    limit ... Failed to send trace"). With MLFLOW_GENAI_EVAL_MAX_WORKERS=1 (the setting the
+    guide gives) no thread waits and every trace is sent."""
+    import logging
+
+    monkeypatch.setenv("MLFLOW_GENAI_EVAL_MAX_WORKERS", "1")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("mlflow")
+    logger.addHandler(handler)
+    rows = [
+        {"inputs": {"q": f"q{i}"}, "outputs": f"It is {i}.", "expectations": {"expected": i}}
+        for i in range(20)
+    ]
+    try:
+        result = mlflow.genai.evaluate(data=rows, scorers=[numeric_diff_scorer])
+    finally:
+        logger.removeHandler(handler)
+    failures = [r.getMessage() for r in records if "trace" in r.getMessage().lower()]
+    assert failures == []
+    assert result.metrics["numeric_diff/passed/mean"] == 1.0
+    assert len(mlflow.search_traces(run_id=result.run_id, return_type="list")) == 20

@@ -137,18 +137,20 @@ def test_results_file_records_its_id_column(tmp_path: Path) -> None:
     assert metadata[b"numeric_diff/threshold"] == b"0.99"  # the options, as the run params
 
 
-@pytest.mark.parametrize("pick", ["first", "answer"])
-def test_a_note_says_when_the_first_of_several_numbers_is_read(
-    pick: str, tmp_path: Path, tracking_uri: str
+@pytest.mark.parametrize("preset", ["none", "answers"])
+def test_a_note_names_the_preset_that_would_read_the_answers(
+    preset: str, tmp_path: Path, tracking_uri: str
 ) -> None:
     source = str(ROOT / "examples" / "math_answers.csv")
-    config = JobConfig(predictions=source, results_dir=str(tmp_path), options=Options(pick=pick))
+    options = Options(preset=preset)
+    config = JobConfig(predictions=source, results_dir=str(tmp_path), options=options)
     outcome = run_job(config)
-    note = "90% of outputs hold several numbers; the first is read (--pick answer reads"
+    note = "--preset answers (-P preset=answers) would pass "
     summary = (tmp_path / "summary.md").read_text()
     description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
-    if pick == "first":
-        assert any(n.startswith(note) for n in outcome.evaluation.notes)
-        assert "90% of outputs hold several numbers" in summary and note in description
+    if preset == "none":  # the first number of each chain of thought: every row fails
+        (said,) = outcome.evaluation.notes
+        assert said.startswith(note) and "of the 10 failing rows (pass rate 0.0000 -> " in said
+        assert "--preset answers" in summary and note in description  # summary: escaped
     else:  # reading the final answer: nothing to say
-        assert outcome.evaluation.notes == () and "several numbers" not in summary + description
+        assert outcome.evaluation.notes == () and "--preset" not in summary + description

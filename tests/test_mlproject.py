@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from numdiff_component.cli import score
-from numdiff_component.options import SCHEMA, OptionSpec
+from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
 from numdiff_component.tables import sample_path
 from tests.conftest import numdiff_process
 
@@ -26,24 +27,31 @@ PARAMETERS = MLPROJECT["entry_points"]["main"]["parameters"]
 HEADLINE = ["mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable"]
 
 
+COMMAND = MLPROJECT["entry_points"]["main"]["command"]
+NOT_OPTIONS = {"predictions", "output_col", "expected_col", "id_col", "fail_under", "run_name"}
+
+
 def _cli_params() -> dict[str, click.Parameter]:
     return {p.name: p for p in score.params if p.name}
 
 
-def test_entry_point_parameters_map_one_to_one_onto_cli_options() -> None:
-    cli = _cli_params()
-    assert set(PARAMETERS) <= set(cli)
-    types = {"float": float, "string": str}
-    for name, spec in PARAMETERS.items():
-        option = cli[name]
-        default = option.default
-        if isinstance(default, bool):  # MLproject has no boolean type: the text the CLI reads
-            assert spec["default"] == str(default).lower()
-        else:
-            assert types[spec["type"]](spec["default"]) == default, name
-        if isinstance(option, click.Option) and not option.is_flag:
-            flag = option.opts[0]
-            assert f"{flag} {{{name}}}" in MLPROJECT["entry_points"]["main"]["command"], name
+def test_entry_point_parameters_are_the_options_and_the_cli_arguments() -> None:
+    assert set(PARAMETERS) == {spec.name for spec in SCHEMA} | NOT_OPTIONS
+    assert set(PARAMETERS) <= set(_cli_params())
+    for name in ("output_col", "expected_col"):
+        assert PARAMETERS[name]["default"] == _cli_params()[name].default == name.split("_")[0]
+    assert float(PARAMETERS["fail_under"]["default"]) == _cli_params()["fail_under"].default
+    for name in NOT_OPTIONS - {"predictions"}:
+        flag = "--" + name.replace("_", "-")
+        assert f"{flag} {{{name}}}" in COMMAND, name
+
+
+def test_predictions_come_last_and_default_to_the_sample_by_name() -> None:
+    """After "--", an input that looks like an option is read as one (and refused), never as an
+    option; "" is refused too: the sample is named, not what an empty value means."""
+    assert PARAMETERS["predictions"] == {"type": "string", "default": "sample"}
+    assert COMMAND.endswith(" -- {predictions}")
+    assert PARAMETERS["run_name"] == {"type": "string", "default": ""}
 
 
 @pytest.mark.parametrize("spec", SCHEMA, ids=lambda spec: spec.name)
@@ -52,14 +60,16 @@ def test_every_scoring_option_is_an_entry_point_parameter(spec: OptionSpec) -> N
     if spec.kind is float:
         assert parameter["type"] == "float"
         assert float(parameter["default"]) == spec.default
+    elif spec.name in PRESET_OPTIONS:  # "": not given, the preset's value or the default
+        assert parameter == {"type": "string", "default": ""}
     else:  # MLproject has no boolean type: a bool is the text the CLI reads
         assert parameter["type"] == "string"
         assert str(parameter["default"]) == str(spec.default).lower()
-    if spec.choices:
-        assert parameter["default"] in spec.choices
+        if spec.choices and spec.kind is str:
+            assert parameter["default"] in spec.choices
     flag = "--" + spec.name.replace("_", "-")
     separator = "=" if spec.kind is bool else " "  # --flag=true|false: a plain flag otherwise
-    assert f"{flag}{separator}{{{spec.name}}}" in MLPROJECT["entry_points"]["main"]["command"]
+    assert f"{flag}{separator}{{{spec.name}}}" in COMMAND
 
 
 def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
@@ -70,17 +80,18 @@ def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
 
 
 def _mlflow_run(
-    *params: str, cwd: Path, env: dict[str, str] | None = None
+    *params: str, cwd: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    args = [
+    args = (
         os.path.join(os.path.dirname(sys.executable), "mlflow"),
         "run",
         str(ROOT),
         "--env-manager",
         "local",
-    ]
+        *args,
+    )
     for param in params:
-        args += ["-P", param]
+        args += ("-P", param)
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -113,6 +124,8 @@ def test_mlflow_run_with_no_parameters_scores_the_sample(tracking_uri: str, tmp_
     sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
     results = _check_run(_run_id(proc.stdout), len(sample), "numdiff_sample")
     assert list(results["id"]) == list(sample["id"])
+    # Nobody named the run: it is named from its input, not with a made-up name.
+    assert MlflowClient().get_run(_run_id(proc.stdout)).info.run_name == "numdiff sample.csv"
 
 
 @pytest.mark.slow
@@ -183,10 +196,11 @@ def test_mlflow_run_tags_why_a_step_failed(tracking_uri: str, tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_mlflow_run_tags_a_failed_gate(tracking_uri: str, tmp_path: Path) -> None:
-    proc = _mlflow_run("fail_under=0.99", cwd=tmp_path)
+    proc = _mlflow_run("fail_under=0.99", cwd=tmp_path, args=("--run-name", "gate check"))
     assert proc.returncode == 1
     run = _only_run()
     assert run.info.status == "FAILED"
+    assert run.info.run_name == "gate check"  # named by the user: kept
     assert run.data.tags["numeric_diff.gate"] == "failed"
     assert "numeric_diff.error" not in run.data.tags
     assert run.data.metrics["numeric_diff/pass_rate"] < 0.99
@@ -204,3 +218,54 @@ def test_mlflow_run_with_a_relative_store_fails_at_once(tmp_path: Path) -> None:
     assert not (ROOT / "mlflow.db").exists()  # nothing left in the project folder
     (run,) = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs(["0"])
     assert run.info.status == "FAILED"  # the caller's store holds the failed run
+
+
+@pytest.mark.slow
+def test_mlflow_run_with_a_preset_reads_a_relative_path_from_the_callers_folder(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    """`-P predictions=data/x.csv` names a file of the folder `mlflow run` is started in (as a
+    parameter of type path does), though the step runs in the project folder."""
+    (tmp_path / "data").mkdir()
+    shutil.copy(ROOT / "examples" / "math_answers.csv", tmp_path / "data" / "math_answers.csv")
+    proc = _mlflow_run(
+        "predictions=data/math_answers.csv",
+        "preset=answers",
+        "id_col=id",
+        "run_name=cot",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = pd.read_csv(tmp_path / "data" / "math_answers.csv")
+    results = _check_run(_run_id(proc.stdout), len(expected), "math_answers")
+    # The preset reads the final answer (pick="answer"); m10's "eight" needs its words="en".
+    digits = expected["id"] != "m10"
+    assert list(results["output_value"][digits]) == list(expected["expected"][digits].astype(float))
+    run = MlflowClient().get_run(_run_id(proc.stdout))
+    assert run.info.run_name == "cot"
+    assert run.data.params["preset"] == "answers"  # as `mlflow run` logged it
+    assert run.data.tags["numeric_diff.input"] == str(tmp_path / "data" / "math_answers.csv")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("param", "error"),
+    [
+        ("decimal_comma=maybe", "decimal_comma must be True or False, got 'maybe'"),
+        ("fail_under=abc", "'abc' is not a valid float"),
+        ("predictions=", "PREDICTIONS is empty"),
+        ("predictions=--results-dir=/x", "looks like an option"),
+    ],
+)
+def test_mlflow_run_with_a_bad_value_is_a_tagged_failure(
+    tracking_uri: str, tmp_path: Path, param: str, error: str
+) -> None:
+    """Values click refuses and inputs that are not inputs fail the run with the tags the
+    README's table promises, like any bad input; nothing is scored."""
+    proc = _mlflow_run(param, cwd=tmp_path)
+    assert proc.returncode == 1
+    run = _only_run()
+    assert run.info.status == "FAILED"
+    assert error in run.data.tags["numeric_diff.error"], run.data.tags
+    assert run.data.tags["numeric_diff.exit_code"] == "2"
+    assert not run.data.metrics

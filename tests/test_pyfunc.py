@@ -24,7 +24,8 @@ from numdiff_component import (
     score,
     score_frame,
 )
-from numdiff_component.pyfunc import SIGNATURE, log_numeric_diff_model
+from numdiff_component.options import OPTION_NAMES
+from numdiff_component.pyfunc import SIGNATURE, log_numeric_diff_model, model_config
 from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
 from tests.conftest import SCRIPT, free_port, invoke, numdiff_process, one_line_error, stop
 
@@ -78,6 +79,24 @@ def test_load_context_reads_the_options_from_the_model_config() -> None:
         model.load_context(PythonModelContext(artifacts={}, model_config={"cutoff": 0.5}))
 
 
+def test_model_config_holds_every_option_and_a_preset_resolves_when_loaded() -> None:
+    """Every key is in the config (MLflow overrides only keys it holds); those not given are
+    None, so that a preset given when loading fills them as it would have when logging."""
+    config = model_config(Options(preset="answers", pick="last", threshold=0.9))
+    assert list(config) == list(OPTION_NAMES)
+    assert {k: v for k, v in config.items() if v is not None} == {
+        "preset": "answers",
+        "pick": "last",
+        "threshold": 0.9,
+    }
+    model = NumericDiffModel()
+    model.load_context(PythonModelContext(artifacts={}, model_config=config))
+    assert model.options == Options(preset="answers", pick="last", threshold=0.9)
+    override = {**config, "preset": "prose"}  # as load_model(..., model_config=) merges it
+    model.load_context(PythonModelContext(artifacts={}, model_config=override))
+    assert model.options == Options(preset="prose", pick="last", threshold=0.9)
+
+
 # --- logged, loaded, served ---------------------------------------------------------------------
 
 
@@ -93,7 +112,7 @@ def test_logged_model_loads_back_and_predicts(logged: mlflow.models.model.ModelI
     assert logged.model_uri.startswith("models:/")
     for uri in (logged.model_uri, f"runs:/{logged.run_id}/nd"):
         loaded = mlflow.pyfunc.load_model(uri)
-        assert loaded.model_config == Options(threshold=0.9, decimal_comma=True).as_dict()
+        assert loaded.model_config == model_config(Options(threshold=0.9, decimal_comma=True))
         pd.testing.assert_frame_equal(
             loaded.predict(TABLE), _core(TABLE, threshold=0.9, decimal_comma=True)
         )
