@@ -65,15 +65,18 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "the Spark engine needs pyspark: pip install 'numdiff_component[spark]'"
     ) from exc
 
+ROW_GROUP = 32 << 20
+"""Bytes per row group of the results' part files (Spark's default is 128 MiB)."""
 RESULT_FIELDS = tuple(StructField(f.name, from_arrow_type(f.type)) for f in RESULT_SCHEMA)
 
 
 def spark_session() -> SparkSession:
     """The active Spark session, or a new one: ``local[2]`` sized for a small machine.
 
-    Under ``spark-submit``, on a cluster (``spark.master`` already set, e.g. by ``MASTER`` or
-    ``PYSPARK_SUBMIT_ARGS``) or with Spark Connect (``SPARK_REMOTE``) only Arrow is switched on;
-    the rest is the cluster's configuration. A cluster that cannot be reached within
+    Under ``spark-submit``, on a cluster (``spark.master`` already set, e.g. by
+    ``PYSPARK_SUBMIT_ARGS="--master spark://host:7077 pyspark-shell"``) or with Spark Connect
+    (``SPARK_REMOTE``) only Arrow is switched on; the rest is the cluster's configuration.
+    A cluster that cannot be reached within
     ``NUMDIFF_SPARK_TIMEOUT`` seconds is `ClusterUnreachable`; other failures are one line.
     """
     active = SparkSession.getActiveSession()
@@ -85,7 +88,7 @@ def spark_session() -> SparkSession:
 
 
 def _new_session() -> SparkSession:
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
     builder = SparkSession.builder.appName("numdiff").config(
         "spark.sql.execution.arrow.pyspark.enabled", "true"
@@ -94,6 +97,8 @@ def _new_session() -> SparkSession:
     if remote:
         check_reachable(remote)
         return builder.getOrCreate()
+    # The JVM first: it holds the settings of spark-submit or PYSPARK_SUBMIT_ARGS (the master).
+    SparkContext._ensure_initialized()
     conf = SparkConf()
     master = conf.get("spark.master", "") if conf.contains("spark.master") else ""
     if master.startswith("spark://"):
@@ -339,11 +344,13 @@ class SparkEngine:
         partial = path.with_name(f".{path.name}.partial")
         try:
             with cluster_errors(f"cannot score {table.source!r} with Spark"):
-                results.write.mode("overwrite").parquet(spark_uri(str(partial)))
+                # Small row groups: the driver reads them back one at a time, in bounded memory.
+                writer = results.write.mode("overwrite").option("parquet.block.size", ROW_GROUP)
+                writer.parquet(spark_uri(str(partial)))
             # Part files in name order are the partitions in order: the input's order.
             files = sorted(str(p) for p in partial.glob("part-*.parquet"))
             batches = ds.dataset(files, format="parquet").to_batches(
-                batch_size=batch_rows or DEFAULT_BATCH_ROWS
+                batch_size=batch_rows or DEFAULT_BATCH_ROWS, batch_readahead=1, fragment_readahead=1
             )
             yield from (batch.to_pandas() for batch in batches if batch.num_rows)
             os.replace(partial, path)

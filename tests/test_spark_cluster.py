@@ -145,9 +145,17 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) ->
         stop([server])
 
 
+def master_state(ui: int) -> dict[str, Any]:
+    """The standalone master's state (its web UI's JSON)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as page:
+        return dict(json.load(page))
+
+
 @pytest.fixture(scope="session")
-def master_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) -> Iterator[str]:
-    """``spark://127.0.0.1:PORT``: a standalone master and one worker (2 cores)."""
+def master(
+    tmp_path_factory: pytest.TempPathFactory, worker_python: str
+) -> Iterator[tuple[str, int]]:
+    """``spark://127.0.0.1:PORT`` and its web UI's port: a standalone master and one worker."""
     tmp = tmp_path_factory.mktemp("standalone")
     env = spark_env(tmp, worker_python)
     port, ui = free_port(), free_port()
@@ -171,8 +179,7 @@ def master_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) -> 
 
     def workers_alive() -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as page:
-                return int(json.load(page).get("aliveworkers", 0)) >= 1
+            return int(master_state(ui).get("aliveworkers", 0)) >= 1
         except OSError:
             return False
 
@@ -187,7 +194,7 @@ def master_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) -> 
             *("--webui-port", worker_ui, "--work-dir", str(tmp / "work"), url),
         )
         wait_until(workers_alive, "standalone worker", procs, log)
-        yield url
+        yield url, ui
     finally:
         stop(procs)
 
@@ -292,15 +299,85 @@ def test_spark_connect_equals_pandas(
 
 
 def test_standalone_cluster_equals_pandas(
-    master_url: str,
+    master: tuple[str, int],
     worker_python: str,
     workdir: Path,
     pandas_results: dict[tuple[str, ...], pd.DataFrame],
 ) -> None:
-    """Through spark-submit, and by ``numdiff score`` with ``MASTER`` naming the cluster."""
+    """Through spark-submit, and by ``numdiff score`` with ``PYSPARK_SUBMIT_ARGS`` naming the
+    cluster: the job's application shows in the master's list (it ran there, not locally)."""
+    master_url, ui = master
     env = {"PYSPARK_PYTHON": worker_python}
     out = run_ok(workdir, "submit0", submit=master_url, env=env)
     pd.testing.assert_frame_equal(results(out), pandas_results[()])
-    env["MASTER"] = master_url
+    env["PYSPARK_SUBMIT_ARGS"] = f"--master {master_url} pyspark-shell"
     out = run_ok(workdir, "master2", *READINGS, env=env)
     pd.testing.assert_frame_equal(results(out), pandas_results[READINGS])
+    apps = master_state(ui)["completedapps"]
+    assert len(apps) == 2, apps  # both jobs ran on the cluster
+
+
+def run_id(stdout: str) -> str:
+    [line] = [line for line in stdout.splitlines() if line.split()[:1] == ["run"]]
+    return line.split()[1]
+
+
+def test_tracked_run_same_as_local_spark(connect_url: str, workdir: Path) -> None:
+    """Metrics, logged artifacts and the report of a Spark Connect job equal a local Spark
+    job's (the workers lacking the package)."""
+    from mlflow import MlflowClient
+
+    runs = {}
+    for name, env in (("local", {}), ("remote", {"SPARK_REMOTE": connect_url})):
+        done = numdiff(workdir, "--engine", "spark", "--results-dir", name, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = run_id(done.stdout)
+    client = MlflowClient(f"sqlite:///{workdir}/mlflow.db")
+
+    def logged(run: str) -> tuple[dict[str, float], list[str]]:
+        files = [a.path for a in client.list_artifacts(run, "numeric_diff")]
+        return client.get_run(run).data.metrics, sorted(Path(f).name for f in files)
+
+    assert logged(runs["remote"]) == logged(runs["local"])
+    local, remote = workdir / "local", workdir / "remote"
+    assert (remote / "summary.md").read_text() == (local / "summary.md").read_text()
+    pd.testing.assert_frame_equal(results(remote), results(local))
+
+
+def test_unreachable_clusters_exit_3(workdir: Path) -> None:
+    """Nothing listens on the port: one line, exit 3, within the deadline."""
+    for env in (
+        {"SPARK_REMOTE": f"sc://127.0.0.1:{free_port()}"},
+        {"PYSPARK_SUBMIT_ARGS": f"--master spark://127.0.0.1:{free_port()} pyspark-shell"},
+    ):
+        done = numdiff(workdir, "--engine", "spark", env={**env, "NUMDIFF_SPARK_TIMEOUT": "5"})
+        assert_one_line(done, 3, "cannot reach the Spark cluster", "127.0.0.1")
+
+
+FAILING_JOB = """
+import sys
+from pyspark.sql import SparkSession
+from numdiff_component.errors import InputError
+from numdiff_component.spark_cluster import cluster_errors
+
+def needs_a_module(batches):
+    import numdiff_no_such_module  # noqa: F401
+    yield from batches
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+try:
+    with cluster_errors("scoring"):
+        spark.range(3).mapInArrow(needs_a_module, "id long").collect()
+except InputError as exc:
+    print(exc)
+"""
+
+
+def test_a_module_missing_on_the_workers_is_named(connect_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING_JOB, connect_url], capture_output=True, text=True
+    )
+    assert done.stdout.strip() == (
+        "scoring: the Spark workers' Python cannot import 'numdiff_no_such_module' "
+        "(ModuleNotFoundError); they need Python with pyarrow, pandas and numpy"
+    ), done.stderr[-3000:]
