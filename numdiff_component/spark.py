@@ -6,8 +6,9 @@ column with its Arrow type, as it sees a Parquet file read by pandas: text is te
 read through their text, booleans and nulls have no number. Where the pandas engine has NaN (no
 number), the Spark results have null, as the pandas engine's Parquet file does.
 
-Needs the ``spark`` extra (``pip install 'numdiff_component[spark]'``); on a cluster, the package
-must be installed on the executors too.
+Needs the ``spark`` extra (``pip install 'numdiff_component[spark]'``). On a cluster the
+workers need Python with pyarrow, pandas and numpy: the package's code goes with the job
+(`numdiff_component.spark_cluster`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError, first_line, missing_column
+from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
 from numdiff_component.reading import parse_column
 from numdiff_component.scoring import (
@@ -34,6 +35,13 @@ from numdiff_component.scoring import (
     UNPARSEABLE,
     check_columns,
     score_values,
+)
+from numdiff_component.spark_cluster import (
+    check_reachable,
+    cluster_errors,
+    remove_partial,
+    ship_code,
+    spark_uri,
 )
 from numdiff_component.tables import (
     DEFAULT_BATCH_ROWS,
@@ -48,7 +56,6 @@ if TYPE_CHECKING:
     from numdiff_component.job import JobConfig
 
 try:
-    from pyspark.errors import PySparkException
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
@@ -58,31 +65,45 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "the Spark engine needs pyspark: pip install 'numdiff_component[spark]'"
     ) from exc
 
-try:  # classic Spark may raise a raw Java error (e.g. reading a broken Parquet footer)
-    from py4j.protocol import Py4JJavaError
-
-    _SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError, OSError)
-except ImportError:  # pragma: no cover - a Spark Connect client has no py4j
-    _SPARK_ERRORS = (PySparkException, OSError)
-
+ROW_GROUP = 32 << 20
+"""Bytes per row group of the results' part files (Spark's default is 128 MiB)."""
 RESULT_FIELDS = tuple(StructField(f.name, from_arrow_type(f.type)) for f in RESULT_SCHEMA)
 
 
 def spark_session() -> SparkSession:
     """The active Spark session, or a new one: ``local[2]`` sized for a small machine.
 
-    Under ``spark-submit``, on a cluster (``spark.master`` already set) or with Spark Connect
+    Under ``spark-submit``, on a cluster (``spark.master`` already set, e.g. by
+    ``PYSPARK_SUBMIT_ARGS="--master spark://host:7077 pyspark-shell"``) or with Spark Connect
     (``SPARK_REMOTE``) only Arrow is switched on; the rest is the cluster's configuration.
+    A cluster that cannot be reached within
+    ``NUMDIFF_SPARK_TIMEOUT`` seconds is `ClusterUnreachable`; other failures are one line.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from pyspark import SparkConf
+    with cluster_errors("cannot start Spark"):
+        session = _new_session()
+    return session
+
+
+def _new_session() -> SparkSession:
+    from pyspark import SparkConf, SparkContext
 
     builder = SparkSession.builder.appName("numdiff").config(
         "spark.sql.execution.arrow.pyspark.enabled", "true"
     )
-    if "SPARK_REMOTE" not in os.environ and not SparkConf().contains("spark.master"):
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        check_reachable(remote)
+        return builder.getOrCreate()
+    # The JVM first: it holds the settings of spark-submit or PYSPARK_SUBMIT_ARGS (the master).
+    SparkContext._ensure_initialized()
+    conf = SparkConf()
+    master = conf.get("spark.master", "") if conf.contains("spark.master") else ""
+    if master.startswith("spark://"):
+        check_reachable(master)
+    if not master:
         builder = (
             builder.master("local[2]")
             # Workers run the interpreter that runs this code, so they import the same packages.
@@ -166,6 +187,7 @@ def score_spark(
     """
     opts = Options.of(options, **overrides)
     _check_spark_columns(sdf, output_col, expected_col)
+    ship_code(sdf.sparkSession)  # the workers import this package from the shipped zip
     schema = StructType([*sdf.schema.fields, *RESULT_FIELDS])
 
     def score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -263,7 +285,9 @@ def spark_format(source: str, fmt: str | None = None) -> str:
 def _reader(spark: SparkSession, fmt: str) -> Any:
     if fmt == "csv":
         # Like the pandas engine: every cell is text; quoted cells may hold newlines and "".
-        return spark.read.options(header=True, inferSchema=False, multiLine=True, escape='"').csv
+        read = spark.read.options(header=True, inferSchema=False, multiLine=True, escape='"').csv
+        # Spark reads an empty cell as null; the pandas engine, as every CSV reader here, as "".
+        return lambda path: read(path).na.fill("")
     if fmt == "parquet":
         return spark.read.parquet
     return spark.read.options(multiLine=fmt == "json").json
@@ -289,10 +313,10 @@ def load_spark_table(
     local = local_path(source)
     if local is not None and not os.path.exists(local):
         raise InputError(f"predictions file not found: {source!r}")
-    try:
-        frame = _reader(spark, fmt)(source)
-    except _SPARK_ERRORS as exc:
-        raise InputError(f"cannot read {source!r} as {fmt}: {first_line(exc)}") from exc
+    # Spark resolves a relative path where it runs (a Spark Connect server: on the server).
+    with cluster_errors(f"cannot read {source!r} as {fmt}"):
+        frame = _reader(spark, fmt)(spark_uri(source))
+        frame.schema  # noqa: B018 - Spark Connect reads lazily: fail here, in one line
     return SparkTable(frame, source, dataset_name(source), fmt)
 
 
@@ -315,19 +339,24 @@ class SparkEngine:
         self, table: SparkTable, config: JobConfig, path: Path, batch_rows: int | None
     ) -> Generator[pd.DataFrame, None, None]:
         results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
+        # Written under a hidden name, renamed once every batch is handed back: an interrupted
+        # or failed job leaves no part of it (not even Spark's _temporary folder).
+        partial = path.with_name(f".{path.name}.partial")
         try:
-            # A file: URI, so that Spark writes where the driver (and MLflow) will read.
-            results.write.mode("overwrite").parquet(path.resolve().as_uri())
-        except _SPARK_ERRORS as exc:
-            raise InputError(
-                f"cannot score {table.source!r} with Spark: {first_line(exc)}"
-            ) from exc
-        # Part files in name order are the partitions in order: the input's order.
-        files = sorted(str(p) for p in path.glob("part-*.parquet"))
-        batches = ds.dataset(files, format="parquet").to_batches(
-            batch_size=batch_rows or DEFAULT_BATCH_ROWS
-        )
-        yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+            with cluster_errors(f"cannot score {table.source!r} with Spark"):
+                # Small row groups: the driver reads them back one at a time, in bounded memory.
+                writer = results.write.mode("overwrite").option("parquet.block.size", ROW_GROUP)
+                writer.parquet(spark_uri(str(partial)))
+            # Part files in name order are the partitions in order: the input's order.
+            files = sorted(str(p) for p in partial.glob("part-*.parquet"))
+            batches = ds.dataset(files, format="parquet").to_batches(
+                batch_size=batch_rows or DEFAULT_BATCH_ROWS, batch_readahead=1, fragment_readahead=1
+            )
+            yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+            os.replace(partial, path)
+        except BaseException:  # also a signal, or the job closing the iterator early
+            remove_partial(results.sparkSession, partial)
+            raise
 
 
 __all__ = ["SparkEngine", "aggregate_spark", "load_spark_table", "score_spark", "spark_session"]

@@ -7,6 +7,7 @@ each sees the values it would see in a real job.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import replace
 from decimal import Decimal
@@ -493,3 +494,57 @@ def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None
     assert result.returncode == 0, result.stderr
     written = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert len(written) == len(load_table()) and "mean_score" in result.stdout
+
+
+def test_csv_results_equal_pandas_engine_cell_for_cell(spark: Any, tmp_path: Path) -> None:
+    """Empty CSV cells stay "" (not null) in the Spark results, as in the pandas engine's."""
+    frame = pd.DataFrame(
+        {
+            "id": ["1", "2", "3", "4"],
+            "output": ["", "42", "about 7", ""],
+            "expected": ["1", "", "7", ""],
+            "note": ["", "x", "", '""'],
+        }
+    )
+    frame.to_csv(tmp_path / "preds.csv", index=False)
+    config = JobConfig(predictions=str(tmp_path / "preds.csv"), track=False, plots=False)
+    pandas = run_job(replace(config, results_dir=str(tmp_path / "pandas")))
+    spark_outcome = run_spark_job(replace(config, results_dir=str(tmp_path / "spark")), spark)
+    want = pd.read_parquet(pandas.results_path)
+    assert want["note"].tolist() == ["", "x", "", '""']
+    pd.testing.assert_frame_equal(pd.read_parquet(spark_outcome.results_path), want)
+
+
+def test_sigterm_during_a_spark_job_leaves_no_partial_output(tmp_path: Path) -> None:
+    """A real SIGTERM while Spark writes the results: exit 143, nothing but the claim left."""
+    import signal
+    import subprocess
+    import time
+
+    rows = 400_000
+    texts = ["The answer is $1,234.50.", "x=-3", "twelve", "about 2.5"]
+    pd.DataFrame(
+        {"output": [texts[i % 4] for i in range(rows)], "expected": ["1234.5"] * rows}
+    ).to_parquet(tmp_path / "big.parquet")
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path}/mlflow.db"
+    command = [sys.executable, "-m", "numdiff_component", "score", "big.parquet"]
+    job = subprocess.Popen(
+        [*command, "--engine", "spark", "--results-dir", "out"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    partial = tmp_path / "out" / ".results.parquet.partial"
+    deadline = time.monotonic() + 300
+    while not (partial / "_temporary").exists() and job.poll() is None:
+        assert time.monotonic() < deadline, "Spark never started writing"
+        time.sleep(0.05)
+    job.send_signal(signal.SIGTERM)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == 143, stderr[-3000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr, stderr[-3000:]
+    time.sleep(2)  # a straggling task would show up now
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [".numdiff"]
