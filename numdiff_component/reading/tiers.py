@@ -153,36 +153,32 @@ def _signed_values(
     the token, or right before one currency symbol that ends ``head`` (SPEC v3)."""
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
-    head = _without_currency(head)
-    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at.
+    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
+    # the heads whose last byte may end a currency symbol, without that symbol.
     last = _last_byte(head)
     rows = np.flatnonzero((last == 0x2D) | (last == 0x92))
+    negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
+    rows = np.flatnonzero(np.isin(last, _CURRENCY_LAST_BYTES))
     if len(rows):
-        head = head.take(rows)
-        minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
-        at_start = np.asarray(pc.utf8_length(head)) == 1
-        before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
-        negate = rows[minus & (at_start | ~before)]
-        values[negate] = -values[negate]
+        some = head.take(rows)
+        ends = _mask(pc.match_substring_regex(some, f"[{CURRENCY}]$"))
+        if ends.any():
+            cut = pc.utf8_slice_codeunits(some.filter(ends), 0, -1)
+            negate = np.concatenate([negate, rows[ends][_minus_ends(cut)]])
+    values[negate] = -values[negate]
     return values
+
+
+def _minus_ends(head: pa.Array) -> np.ndarray:
+    """Heads ending with a minus that is a sign (at the start or after a non-alnum)."""
+    minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
+    at_start = np.asarray(pc.utf8_length(head)) == 1
+    before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
+    return minus & (at_start | ~before)
 
 
 # Last UTF-8 byte of each currency symbol: $, € (E2 82 AC), £ (C2 A3), ¥ (C2 A5), ₹ (E2 82 B9)
 _CURRENCY_LAST_BYTES = np.array([0x24, 0xAC, 0xA3, 0xA5, 0xB9], np.uint8)
-
-
-def _without_currency(head: pa.Array) -> pa.Array:
-    """``head`` with one currency symbol dropped from the end of each string that has one
-    (looked at only where the last byte can end one)."""
-    rows = np.isin(_last_byte(head), _CURRENCY_LAST_BYTES)
-    if not rows.any():
-        return head
-    some = head.filter(rows)
-    ends = _mask(pc.match_substring_regex(some, f"[{CURRENCY}]$"))
-    if not ends.any():
-        return head
-    cut = pc.if_else(pa.array(ends), pc.utf8_slice_codeunits(some, 0, -1), some)
-    return _replace_rows(head, rows, cut)
 
 
 def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
