@@ -34,6 +34,7 @@ import pandas as pd
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.errors import visible
 from numdiff_component.options import Options
+from numdiff_component.request import Scoring
 from numdiff_component.scoring import UNPARSEABLE
 
 HISTOGRAM_PNG = "score_histogram.png"
@@ -96,6 +97,11 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
+
+    @classmethod
+    def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
+        """A builder for rows scored as ``scoring`` says."""
+        return cls(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
 
     def add(self, batch: pd.DataFrame) -> None:
         """Take in one batch of scored rows (a frame from `score_frame`)."""

@@ -1,7 +1,7 @@
 """The Spark engine: the same scores as `score_frame`, computed where the table lives.
 
 Rows go to Python as Arrow record batches (``mapInArrow``) and through the same core
-(`parse_column`, `score_values`), so every number equals the pandas engine's. The core sees each
+(`score_columns`), so every number equals the pandas engine's. The core sees each
 column with its Arrow type, as it sees a Parquet file read by pandas: text is text, decimals are
 read through their text, booleans and nulls have no number. Where the pandas engine has NaN (no
 number), the Spark results have null, as the pandas engine's Parquet file does.
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -27,13 +27,14 @@ import pyarrow.dataset as ds
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, first_line, missing_column
 from numdiff_component.options import Options
-from numdiff_component.parse import parse_column
+from numdiff_component.request import JobConfig
+from numdiff_component.results import write_folder_metadata
 from numdiff_component.scoring import (
     RESULT_COLUMNS,
     RESULT_SCHEMA,
     UNPARSEABLE,
     check_columns,
-    score_values,
+    score_columns,
 )
 from numdiff_component.tables import (
     DEFAULT_BATCH_ROWS,
@@ -43,9 +44,6 @@ from numdiff_component.tables import (
     local_path,
     open_table,
 )
-
-if TYPE_CHECKING:
-    from numdiff_component.job import JobConfig
 
 try:
     from pyspark.errors import PySparkException
@@ -134,9 +132,9 @@ def _core_input(column: pa.Array) -> pa.Array | pd.Series:
 def _score_batch(
     batch: pa.RecordBatch, output_col: str, expected_col: str, options: Options
 ) -> pa.RecordBatch:
-    a = parse_column(_core_input(batch.column(output_col)), options)
-    b = parse_column(_core_input(batch.column(expected_col)), options)
-    results = score_values(a, b, options)
+    output = _core_input(batch.column(output_col))
+    expected = _core_input(batch.column(expected_col))
+    results = score_columns(output, expected, options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
         pa.array(results[f.name], type=f.type, from_pandas=True)
@@ -312,7 +310,7 @@ class SparkEngine:
         return table
 
     def score(
-        self, table: SparkTable, config: JobConfig, path: Path, batch_rows: int | None
+        self, table: SparkTable, config: JobConfig, path: Path
     ) -> Generator[pd.DataFrame, None, None]:
         results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
         try:
@@ -322,10 +320,11 @@ class SparkEngine:
             raise InputError(
                 f"cannot score {table.source!r} with Spark: {first_line(exc)}"
             ) from exc
+        write_folder_metadata(path, config)  # what a results file keeps in its metadata
         # Part files in name order are the partitions in order: the input's order.
         files = sorted(str(p) for p in path.glob("part-*.parquet"))
         batches = ds.dataset(files, format="parquet").to_batches(
-            batch_size=batch_rows or DEFAULT_BATCH_ROWS
+            batch_size=config.batch_rows or DEFAULT_BATCH_ROWS
         )
         yield from (batch.to_pandas() for batch in batches if batch.num_rows)
 

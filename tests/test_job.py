@@ -105,8 +105,8 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     assert run.data.tags["numeric_diff.engine"] == "pandas"
     assert run.data.tags["numeric_diff.gate"] == ("passed" if agg["pass_rate"] >= 0.5 else "failed")
     assert run.info.run_name == "numdiff preds.csv"
-    assert run.data.params["numeric_diff/predictions"] == source
-    assert run.data.params["numeric_diff/decimal_comma"] == "false"  # as the MLproject spells it
+    assert run.data.params["predictions"] == source
+    assert run.data.params["decimal_comma"] == "false"  # as the MLproject spells it
     rate = agg["pass_rate"]
     assert run.data.metrics["numeric_diff/pass_rate_stderr"] == pytest.approx(
         (rate * (1 - rate) / (N - 1)) ** 0.5

@@ -1,0 +1,271 @@
+"""The results folder and the results file: their names, what they record, who may use them.
+
+A job writes ``results.parquet`` (a file, or a Parquet folder of part files with the Spark
+engine) and the report files into one results folder, held by a claim (`CLAIM`). The results
+file records how its rows were scored (`Scoring.params`) in its metadata, under ``numeric_diff/``
+(or, for a folder, in `RESULTS_METADATA` beside its part files); `read_local` reads both back,
+as ``numdiff compare`` does with a local file. No MLflow here: `numdiff_component.tracking` logs
+these files and reads them back from a run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.errors import InputError
+from numdiff_component.options import OPTION_NAMES
+from numdiff_component.request import Scoring
+
+PREFIX = "numeric_diff"
+"""The namespace of what the project records: artifact folder, metrics, tags, file metadata."""
+RESULTS_PARQUET = "results.parquet"
+RESULTS_JSON = "results.json"
+RESULTS_METADATA = "_numdiff.json"
+"""In a Spark results folder: what its file's metadata says in a pandas results file."""
+HISTOGRAM_PNG = "score_histogram.png"
+SCATTER_PNG = "output_vs_expected.png"
+SUMMARY_MD = "summary.md"
+REPORT_HTML = "report.html"
+PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
+OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML)
+"""The files a job writes in its results folder."""
+CLAIM = ".numdiff"
+"""In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""
+TEMPORARY_PREFIX = "numdiff-results-"
+"""The name of a results folder made in the temporary folder starts with this."""
+
+
+def file_metadata(scoring: Scoring) -> dict[str, str]:
+    """What a results file records of how it was made: ``numeric_diff/<param>`` for each of
+    `Scoring.params` (compare reads the id column and the options back)."""
+    return {f"{PREFIX}/{name}": value for name, value in scoring.params().items()}
+
+
+def write_folder_metadata(path: Path, scoring: Scoring) -> None:
+    """Record `file_metadata` beside the part files of a results folder (`RESULTS_METADATA`)."""
+    (path / RESULTS_METADATA).write_text(json.dumps(file_metadata(scoring)))
+
+
+@contextmanager
+def results_folder(requested: str | None, input_path: str | None = None) -> Iterator[Path]:
+    """The folder for the local copy of the results, held for this job alone.
+
+    A new temporary folder, or the one asked for, created when missing. Nothing the user gave is
+    overwritten: a folder holding a file with an output's name that no job wrote there, or the
+    input itself, is refused; a folder another job is using is refused. The outputs an earlier
+    job left there are removed first, so that no stale file sits beside new results.
+    """
+    folder = Path(requested or tempfile.mkdtemp(prefix=TEMPORARY_PREFIX))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        claim = open(folder / CLAIM, "a+", encoding="utf-8")  # noqa: SIM115 - held below
+    except OSError as exc:
+        raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
+    with claim:
+        try:
+            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends
+        except BlockingIOError:
+            raise InputError(
+                f"results folder {str(folder)!r} is in use by another numdiff job; give each "
+                "job its own --results-dir"
+            ) from None
+        claim.seek(0)
+        try:
+            ours = set(json.loads(claim.read() or "[]"))
+        except ValueError:  # not a claim numdiff wrote: then nothing here is a job's
+            ours = set()
+        for name in OUTPUTS:
+            path = folder / name
+            if input_path is not None and path.exists() and path.samefile(input_path):
+                raise InputError(
+                    f"the input {input_path!r} is in the results folder, where {name!r} is "
+                    "written; give another --results-dir"
+                )
+            if path.exists() and name not in ours:
+                raise InputError(
+                    f"results folder {str(folder)!r} holds {name!r}, which no numdiff job "
+                    "wrote; give an empty or new --results-dir (nothing you gave is overwritten)"
+                )
+        for name in OUTPUTS:
+            path = folder / name
+            if path.is_dir():
+                shutil.rmtree(path)  # a Spark engine's results folder
+            else:
+                path.unlink(missing_ok=True)
+        claim.seek(0)
+        claim.truncate()
+        claim.write(json.dumps(list(OUTPUTS)))
+        claim.flush()
+        yield folder
+
+
+def remove_temporary(folder: Path) -> bool:
+    """Remove a results folder this process made in the temporary folder (once its contents
+    are logged); a folder the user asked for is never touched. Whether it is gone."""
+    parent = Path(tempfile.gettempdir()).resolve()
+    if folder.resolve().parent != parent or not folder.name.startswith(TEMPORARY_PREFIX):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """The per-item results of one run (or one local results file) and how they were scored.
+
+    ``params``: `Scoring.params` as recorded, by name (``threshold``, ``id_col``...)."""
+
+    frame: pd.DataFrame
+    source: str
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def id_col(self) -> str | None:
+        return self.params.get("id_col") or None
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The scoring options it was made with, as recorded (empty when unknown)."""
+        return {name: self.params[name] for name in OPTION_NAMES if name in self.params}
+
+
+def recorded(params: Mapping[str, str]) -> dict[str, str]:
+    """How rows were scored, from a run's params or a file's metadata: for each name, the
+    resolved value (``resolved/<name>``) before the value given (``<name>``), and the
+    ``numeric_diff/<name>`` of files and runs of earlier versions."""
+    names = {key.rpartition("/")[2] for key in params}
+    found = {}
+    for name in names:
+        for key in (f"resolved/{name}", name, f"{PREFIX}/{name}"):
+            if key in params:
+                found[name] = params[key]
+                break
+    return found
+
+
+def read_local(path: Path, ref: str) -> RunResults:
+    """A results file (how it was scored in its metadata) or folder (in `RESULTS_METADATA`).
+    Raises what pyarrow raises on a file that is not Parquet."""
+    if path.is_dir():
+        files = sorted(str(p) for p in path.glob("*.parquet"))
+        table = ds.dataset(files, format="parquet").to_table()
+        sidecar = path / RESULTS_METADATA
+        metadata = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+    else:
+        table = pq.read_table(path)
+        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    ours = {k: v for k, v in metadata.items() if k.startswith(f"{PREFIX}/")}
+    return RunResults(table.to_pandas(), ref, recorded(ours))
+
+
+# --- what a run records of a job: params, metrics, tags, the table shown in the UI ----------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation(Scoring):
+    """What one scoring job logs: how rows were scored (`Scoring`), where the table came from,
+    what came out."""
+
+    source: str
+    dataset_name: str
+    aggregates: Mapping[str, float]
+    results_dir: Path
+    n_rows: int
+    engine: str = "pandas"
+    fail_under: float | None = None  # the quality gate, when one was asked for
+    notes: tuple[str, ...] = ()  # one-line hints shown with the results
+    reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
+
+    @property
+    def gate(self) -> str | None:
+        """``"passed"`` or ``"failed"`` when a gate was asked for (pass rate >= fail_under)."""
+        if self.fail_under is None:
+            return None
+        return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
+
+    def description(self) -> str:
+        """The run's description (Markdown): the headline, the input, the gate."""
+        unparseable = int(self.aggregates["n_unparseable"])
+        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
+        lines = [f"**Numeric diff**: {summary}.", "", f"Input: `{self.source}`"]
+        lines += [line for note in self.notes for line in ("", f"Note: {note}.")]
+        if self.gate is not None:
+            rate = self.aggregates["pass_rate"]
+            sign = ">=" if self.gate == "passed" else "<"
+            lines += ["", f"Gate {self.gate}: pass rate {rate:.4f} {sign} {self.fail_under:g}."]
+        return "\n".join(lines)
+
+
+def params(evaluation: Evaluation) -> dict[str, str]:
+    """The run's params: `Scoring.params` and ``predictions`` (the input), named as the
+    MLproject names its parameters, valued as it passes them."""
+    return {**evaluation.params(), "predictions": evaluation.source}
+
+
+def new_params(wanted: Mapping[str, str], logged: Mapping[str, str]) -> dict[str, str]:
+    """What to log of ``wanted`` to a run that holds ``logged`` (``mlflow run`` logs its entry
+    point's parameters itself): each value once. A param the run lacks is logged; one it holds
+    with the same value (also ``1`` for ``1.0``) is skipped; one it holds with another value (an
+    MLproject's ``""``: not given) gets the resolved value as ``resolved/<name>``, since MLflow
+    refuses to log a param twice with two values.
+
+    >>> new_params({"a": "1.0", "b": "x", "c": "true"}, {"a": "1", "b": "", "d": "4"})
+    {'resolved/b': 'x', 'c': 'true'}
+    """
+    found = {}
+    for name, value in wanted.items():
+        if name not in logged:
+            found[name] = value
+        elif not _same(logged[name], value):
+            found[f"resolved/{name}"] = value
+    return found
+
+
+def _same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
+    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
+    pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
+    values = dict(aggregates)
+    if "pass_rate" in values and "n_rows" in values:
+        values["pass_rate_stderr"] = pass_rate_stderr(values["pass_rate"], values["n_rows"])
+    return {f"{PREFIX}/{k}": float(v) for k, v in values.items() if not math.isnan(v)}
+
+
+def tags(evaluation: Evaluation) -> dict[str, str]:
+    """Run tags: the description, the input, the engine, and the gate when there is one."""
+    values = {
+        "mlflow.note.content": evaluation.description(),
+        f"{PREFIX}.input": evaluation.source,
+        f"{PREFIX}.engine": evaluation.engine,
+    }
+    if evaluation.gate is not None:
+        values[f"{PREFIX}.gate"] = evaluation.gate
+    return values
+
+
+def table_for_ui(results: pd.DataFrame, id_col: str | None) -> pd.DataFrame:
+    """The results ordered for reading: id, label, score, the numbers read, then the input."""
+    first = [id_col] if id_col else []
+    first += ["label", "score", "output_value", "expected_value", "abs_error", "passed"]
+    return results[first + [c for c in results.columns if c not in first]]
