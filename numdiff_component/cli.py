@@ -295,9 +295,9 @@ def score(
         if outcome.run_id:
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
-        click.echo(f"  {'results':<12} {outcome.results_path}")
+        click.echo(f"  {'results':<12} {outcome.results}")
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
-        click.echo(outcome.results_path)
+        click.echo(outcome.results)
     if outcome.evaluation.gate == "failed":
         _fail(
             f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",

@@ -80,10 +80,20 @@ def test_params_are_the_options_and_columns_named_as_the_mlproject_names_them(
     }
 
 
-_SOME = (
-    "threshold floor decimal_comma pick percent scale thousands fractions output_col "
-    "expected_col id_col predictions"
-).split()
+_SOME = [
+    "threshold",
+    "floor",
+    "decimal_comma",
+    "pick",
+    "percent",
+    "scale",
+    "thousands",
+    "fractions",
+    "output_col",
+    "expected_col",
+    "id_col",
+    "predictions",
+]
 
 
 def test_each_value_is_logged_once() -> None:
