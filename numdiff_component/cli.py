@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -26,7 +26,7 @@ EXIT_GATE, EXIT_INPUT, EXIT_TRACKING = 1, 2, 3
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
     from numdiff_component.errors import visible
 
     click.echo(f"numdiff: error: {visible(message)}", err=True)  # no control byte reaches the tty

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import click
 import pandas as pd
 import pytest
-import tomllib
 import yaml
 from mlflow import MlflowClient
 from mlflow.entities import Run

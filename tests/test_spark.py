@@ -34,7 +34,7 @@ from numdiff_component.spark import (
     spark_format,
     spark_session,
 )
-from numdiff_component.tables import load_table
+from numdiff_component.tables import open_table
 from numdiff_component.tracking import load_results, metrics
 from tests.conftest import SPEC_READINGS
 
@@ -347,7 +347,7 @@ def test_text_files_read_as_pandas_reads_them(spark: Any, tmp_path: Path) -> Non
     jsonl.to_json(tmp_path / "preds.jsonl", orient="records", lines=True)
     for name in ("preds.csv", "preds.jsonl"):
         source = str(tmp_path / name)
-        want = score_frame(load_table(source))
+        want = score_frame(open_table(source).read())
         got = collect(score_spark(load_spark_table(source, spark=spark).frame))
         assert_same_results(got, want)
 
@@ -492,4 +492,4 @@ def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None
     result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     written = pd.read_parquet(tmp_path / "out" / "results.parquet")
-    assert len(written) == len(load_table()) and "mean_score" in result.stdout
+    assert len(written) == len(open_table().read()) and "mean_score" in result.stdout
