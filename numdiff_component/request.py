@@ -71,8 +71,8 @@ class Scoring:
         return {name: param_value(value) for name, value in values.items()}
 
 
-@dataclass(frozen=True, kw_only=True)
-class JobConfig(Scoring):
+@dataclass(frozen=True)
+class JobConfig(Scoring):  # its own fields are positional too: JobConfig("preds.csv")
     """Everything ``numdiff score`` was asked to do: how to score (`Scoring`), the input, where
     the results go, and what is logged."""
 

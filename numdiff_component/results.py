@@ -174,7 +174,7 @@ def read_local(path: Path, ref: str) -> RunResults:
 # --- what a run records of a job: params, metrics, tags, the table shown in the UI ----------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Evaluation(Scoring):
     """What one scoring job logs: how rows were scored (`Scoring`), where the table came from,
     what came out."""
