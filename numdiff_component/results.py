@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES
+from numdiff_component.report_render import markdown, text
 from numdiff_component.request import Scoring
 
 PREFIX = "numeric_diff"
@@ -197,16 +198,22 @@ class Evaluation(Scoring):
         return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
 
     def description(self) -> str:
-        """The run's description (Markdown): the headline, the input, the gate."""
+        """The run's description (Markdown): the headline, the input, the gate. Every string a
+        user gave (the input, the notes) is shown as inert text, as in ``summary.md``: no code
+        span, link, image, heading or HTML can come out of it."""
         unparseable = int(self.aggregates["n_unparseable"])
         summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
-        lines = [f"**Numeric diff**: {summary}.", "", f"Input: `{self.source}`"]
-        lines += [line for note in self.notes for line in ("", f"Note: {note}.")]
+        lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
+        lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:
             rate = self.aggregates["pass_rate"]
             sign = ">=" if self.gate == "passed" else "<"
             lines += ["", f"Gate {self.gate}: pass rate {rate:.4f} {sign} {self.fail_under:g}."]
         return "\n".join(lines)
+
+
+def _inert(value: str) -> str:
+    return markdown(text(value, None))
 
 
 def params(evaluation: Evaluation) -> dict[str, str]:

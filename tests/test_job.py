@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
+from numdiff_component.report_render import markdown, text
 from tests.conftest import BIN, BOUND, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +105,7 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     n_passed = round(agg["pass_rate"] * N)
     description = run.data.tags["mlflow.note.content"]
     assert f"Mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
-    assert f"passed {n_passed} of {N} rows" in description and source in description
+    assert f"passed {n_passed} of {N} rows" in description and markdown(source) in description
     assert run.data.tags["numeric_diff.input"] == source  # absolute, as given here
     assert run.data.tags["numeric_diff.engine"] == "pandas"
     assert run.data.tags["numeric_diff.gate"] == ("passed" if agg["pass_rate"] >= 0.5 else "failed")
@@ -152,7 +154,7 @@ def test_a_note_says_when_the_first_of_several_numbers_is_read(
     description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
     if pick == "first":
         assert any(n.startswith(note) for n in outcome.evaluation.notes)
-        assert "90% of outputs hold several numbers" in summary and note in description
+        assert "90% of outputs hold several numbers" in summary and markdown(note) in description
     else:  # reading the final answer: nothing to say
         assert outcome.evaluation.notes == () and "several numbers" not in summary + description
 
@@ -205,3 +207,18 @@ def test_results_stay_in_the_temporary_folder_when_logging_failed(tmp_path: Path
     (kept,) = temp.glob("numdiff-results-*")
     assert (kept / "results.parquet").is_file()
     assert str(kept / "results.parquet") in proc.stderr
+
+
+def test_the_run_description_shows_a_hostile_file_name_as_text(
+    tmp_path: Path, tracking_uri: str
+) -> None:
+    """A backtick in the input's name must not end a code span and turn the rest into a link,
+    an image, a heading or HTML (issue 16.15)."""
+    name = "a`b](javascript:x) ![i](javascript:y)\n# PASSED <b>x.csv"  # no "/" in a name
+    source = str(write_table(TABLE, tmp_path / name))
+    outcome = run_job(JobConfig(predictions=source, results_dir=str(tmp_path / "res")))
+    description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
+    (line,) = [line for line in description.splitlines() if line.startswith("Input: ")]
+    assert line == f"Input: {markdown(text(source, None))}"  # one line, as summary.md shows it
+    assert not re.search(r"(?<!\\)[`\[\]()<>!]", line.removeprefix("Input: "))
+    assert not [x for x in description.splitlines() if x.startswith("#")]
