@@ -38,7 +38,12 @@ from numdiff_component.results import (
 )
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import local_path
-from numdiff_component.tracking import LOG_TABLE_MAX_ROWS, Evaluation, log_evaluation
+from numdiff_component.tracking import (
+    LOG_TABLE_MAX_ROWS,
+    Evaluation,
+    check_settings,
+    log_evaluation,
+)
 
 __all__ = ["CLAIM", "ENGINES", "Engine", "JobConfig", "JobOutcome", "engine_for", "run_job"]
 
@@ -191,6 +196,8 @@ def run_job(
 
     ``progress`` is called with the number of rows scored so far after each batch.
     """
+    if config.track:
+        check_settings()  # a bad setting is said before any work, not after it
     engine = engine or engine_for(config.engine)
     table = engine.open(config)
     with results_folder(config.results_dir, local_path(table.source)) as folder:

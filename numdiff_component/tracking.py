@@ -50,9 +50,14 @@ def mlflow_errors(what: str) -> Iterator[None]:
     import mlflow
     from mlflow.exceptions import MlflowException
 
+    store_errors: tuple[type[Exception], ...] = ()
+    with contextlib.suppress(ImportError):  # a sqlite store's own errors ("database is locked")
+        from sqlalchemy.exc import SQLAlchemyError
+
+        store_errors = (SQLAlchemyError,)
     try:
         yield
-    except (MlflowException, OSError) as exc:  # network errors (requests') are OSErrors
+    except (MlflowException, OSError, *store_errors) as exc:  # network errors are OSErrors
         if getattr(exc, "error_code", None) == "INVALID_PARAMETER_VALUE":  # the user's value
             raise InputError(f"MLflow refused a value: {first_line(exc)}") from exc
         raise TrackingError(
@@ -129,6 +134,24 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+_HTTP_SETTINGS = (
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+)
+
+
+def check_settings() -> None:
+    """Refuse at once a tracking setting that cannot work (`InputError`), before any scoring:
+    ``NUMDIFF_TRACKING_TIMEOUT`` (`tracking_timeout`) and MLflow's HTTP retries and timeout,
+    which MLflow itself would reject only at its first request, with a traceback."""
+    tracking_timeout()
+    for name in _HTTP_SETTINGS:
+        value = os.environ.get(name)
+        if value is not None and not value.strip().isdigit():
+            raise InputError(f"{name} must be a whole number >= 0, got {value!r}")
 
 
 def upload_seconds(path: Path) -> float:

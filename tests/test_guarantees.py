@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import pickle
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ from numdiff_component.errors import InputError
 from numdiff_component.job import JobConfig, run_job
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, open_table
-from tests.conftest import invoke, numdiff_process
+from tests.conftest import invoke, numdiff_process, one_line_error
 
 PACKAGE = Path(numdiff_component.__file__).parent
 
@@ -324,3 +326,53 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
     )
     assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
     assert os.listdir(tmp_path / "cwd") == [] and os.listdir(tmp_path / "tmp") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A tracking store that fails, or a setting that cannot work: one line, exit 2 or 3 (issue 16.6)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("NUMDIFF_TRACKING_TIMEOUT", "inf"),
+        ("NUMDIFF_TRACKING_TIMEOUT", "1e308"),
+        ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "abc"),
+    ],
+)
+def test_a_bad_tracking_setting_is_exit_2_before_any_work(
+    name: str, value: str, tracking_uri: str, tmp_path: Path
+) -> None:
+    done = numdiff_process(
+        "score", "--quiet", "--results-dir", str(tmp_path / "res"), env={name: value}
+    )
+    one_line_error(done, 2, name, repr(value))
+    assert not (tmp_path / "res" / "results.parquet").exists()  # said before scoring
+
+
+def _store_failure(done: subprocess.CompletedProcess[str], results: Path) -> None:
+    line = one_line_error(done, 3, "could not")
+    assert str(results / "results.parquet") in line  # the complete results are named
+    assert (results / "results.parquet").is_file()
+
+
+def test_a_tracking_uri_naming_a_file_that_is_not_a_database_is_exit_3(tmp_path: Path) -> None:
+    store = tmp_path / "notes.db"
+    store.write_text("not a database\n" * 100)
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{store}"}
+    done = numdiff_process("score", "--quiet", "--results-dir", str(tmp_path / "res"), env=env)
+    _store_failure(done, tmp_path / "res")
+    assert store.read_text() == "not a database\n" * 100  # the user's file is left alone
+
+
+def test_a_locked_sqlite_store_is_exit_3(tracking_uri: str, tmp_path: Path) -> None:
+    store = tracking_uri.removeprefix("sqlite:///")
+    lock = sqlite3.connect(store, isolation_level=None)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")  # a real lock held by another connection
+        env = {"NUMDIFF_TRACKING_TIMEOUT": "20"}
+        done = numdiff_process("score", "--quiet", "--results-dir", str(tmp_path / "res"), env=env)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    _store_failure(done, tmp_path / "res")
