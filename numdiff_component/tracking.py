@@ -50,14 +50,14 @@ def mlflow_errors(what: str) -> Iterator[None]:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    store_errors: tuple[type[Exception], ...] = ()
+    failures: tuple[type[Exception], ...] = (MlflowException, OSError)  # network: OSErrors
     with contextlib.suppress(ImportError):  # a sqlite store's own errors ("database is locked")
         from sqlalchemy.exc import SQLAlchemyError
 
-        store_errors = (SQLAlchemyError,)
+        failures = (*failures, SQLAlchemyError)
     try:
         yield
-    except (MlflowException, OSError, *store_errors) as exc:  # network errors are OSErrors
+    except failures as exc:
         if getattr(exc, "error_code", None) == "INVALID_PARAMETER_VALUE":  # the user's value
             raise InputError(f"MLflow refused a value: {first_line(exc)}") from exc
         raise TrackingError(
