@@ -10,10 +10,14 @@ these files and reads them back from a run.
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import json
 import math
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -60,34 +64,104 @@ def write_folder_metadata(path: Path, scoring: Scoring) -> None:
     (path / RESULTS_METADATA).write_text(json.dumps(file_metadata(scoring)))
 
 
+def fingerprint(path: Path) -> str | None:
+    """What proves a file is the one a job wrote: its size, modification time and SHA-256 (for
+    a folder of part files, the same of every file in it); ``None`` when nothing is there."""
+    if path.is_symlink() or not path.exists():
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        info = file.stat()
+        digest.update(
+            f"{file.relative_to(path.parent)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode()
+        )
+        if path.is_file():
+            with open(file, "rb") as handle:
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
+    return digest.hexdigest()
+
+
+def _open_claim(folder: Path) -> int:
+    """The claim's file descriptor, opened without following a link; refused when it is not a
+    regular file (a link, a folder, a FIFO...)."""
+    where = str(folder / CLAIM)
+    fd: int | None
+    try:
+        fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(
+                f"{where!r} is a symbolic link, which numdiff never follows; remove it or give "
+                "another --results-dir"
+            ) from exc
+        if exc.errno != errno.EISDIR:
+            raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
+        fd = None
+    if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd is not None:
+            os.close(fd)
+        raise InputError(
+            f"{where!r} is not a file numdiff wrote; remove it or give another --results-dir"
+        )
+    return fd
+
+
+def _read_claim(fd: int, folder: Path) -> dict[str, str]:
+    """The outputs an earlier job wrote, by name, with their `fingerprint`; a claim numdiff
+    did not write is refused."""
+    text = os.pread(fd, 1 << 20, 0).decode("utf-8", "replace")
+    if not text:
+        return {}
+    try:
+        claim = json.loads(text)
+    except ValueError:
+        claim = None
+    if isinstance(claim, list):  # an earlier version's claim: names, no proof
+        return {}
+    if not isinstance(claim, dict) or claim.get("numdiff") != 1:
+        raise InputError(
+            f"{str(folder / CLAIM)!r} is not a file numdiff wrote; nothing in "
+            f"{str(folder)!r} is overwritten: remove it or give another --results-dir"
+        )
+    return {str(k): str(v) for k, v in dict(claim.get("outputs", {})).items()}
+
+
+def _write_claim(fd: int, folder: Path) -> None:
+    outputs = {name: fingerprint(folder / name) for name in OUTPUTS}
+    data = json.dumps({"numdiff": 1, "outputs": {k: v for k, v in outputs.items() if v}})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data.encode(), 0)
+
+
 @contextmanager
 def results_folder(requested: str | None, input_path: str | None = None) -> Iterator[Path]:
     """The folder for the local copy of the results, held for this job alone.
 
     A new temporary folder, or the one asked for, created when missing. Nothing the user gave is
-    overwritten: a folder holding a file with an output's name that no job wrote there, or the
-    input itself, is refused; a folder another job is using is refused. The outputs an earlier
-    job left there are removed first, so that no stale file sits beside new results.
+    overwritten or removed: the claim (`CLAIM`) must be a regular file numdiff wrote (never a
+    link); a file with an output's name is replaced only when the claim proves an earlier job
+    wrote it and nobody changed it since (`fingerprint`); the input itself is refused; a folder
+    another job is using is refused. When the job succeeds, the outputs an earlier job left and
+    this one did not write again are removed, so that no stale file sits beside new results; a
+    job that fails removes nothing.
     """
     folder = Path(requested or tempfile.mkdtemp(prefix=TEMPORARY_PREFIX))
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        claim = open(folder / CLAIM, "a+", encoding="utf-8")  # noqa: SIM115 - held below
     except OSError as exc:
         raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
-    with claim:
+    fd = _open_claim(folder)
+    try:
         try:
-            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends
         except BlockingIOError:
             raise InputError(
                 f"results folder {str(folder)!r} is in use by another numdiff job; give each "
                 "job its own --results-dir"
             ) from None
-        claim.seek(0)
-        try:
-            ours = set(json.loads(claim.read() or "[]"))
-        except ValueError:  # not a claim numdiff wrote: then nothing here is a job's
-            ours = set()
+        ours = _read_claim(fd, folder)
+        before = {}
         for name in OUTPUTS:
             path = folder / name
             if input_path is not None and path.exists() and path.samefile(input_path):
@@ -95,22 +169,29 @@ def results_folder(requested: str | None, input_path: str | None = None) -> Iter
                     f"the input {input_path!r} is in the results folder, where {name!r} is "
                     "written; give another --results-dir"
                 )
-            if path.exists() and name not in ours:
+            found = fingerprint(path)
+            if (found is not None or path.is_symlink()) and ours.get(name) != found:
                 raise InputError(
                     f"results folder {str(folder)!r} holds {name!r}, which no numdiff job "
-                    "wrote; give an empty or new --results-dir (nothing you gave is overwritten)"
+                    "wrote (or which changed since); give an empty or new --results-dir "
+                    "(nothing you gave is overwritten)"
                 )
-        for name in OUTPUTS:
+            before[name] = found
+        try:
+            yield folder
+        except BaseException:
+            _write_claim(fd, folder)  # what is there now is a job's: an earlier one's or this
+            raise
+        for name, found in before.items():  # an earlier job's, not written again: stale
             path = folder / name
-            if path.is_dir():
-                shutil.rmtree(path)  # a Spark engine's results folder
-            else:
-                path.unlink(missing_ok=True)
-        claim.seek(0)
-        claim.truncate()
-        claim.write(json.dumps(list(OUTPUTS)))
-        claim.flush()
-        yield folder
+            if found is not None and fingerprint(path) == found:
+                if path.is_dir():
+                    shutil.rmtree(path)  # a Spark engine's results folder
+                else:
+                    path.unlink(missing_ok=True)
+        _write_claim(fd, folder)
+    finally:
+        os.close(fd)
 
 
 def remove_temporary(folder: Path) -> bool:

@@ -376,3 +376,64 @@ def test_a_locked_sqlite_store_is_exit_3(tracking_uri: str, tmp_path: Path) -> N
         lock.execute("ROLLBACK")
         lock.close()
     _store_failure(done, tmp_path / "res")
+
+
+# ---------------------------------------------------------------------------------------------
+# A reused results folder: only what a job can prove an earlier job wrote is replaced, and a
+# failed job removes nothing (issue 16.1); the claim is never a link (issue 16.2)
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_a_file_the_user_put_after_a_job_is_never_replaced(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    (tmp_path / "summary.md").write_text("my own summary")  # same name, the user's content
+    done = invoke("score", "--results-dir", str(tmp_path))
+    one_line_error(done, 2, "holds 'summary.md', which no numdiff job wrote (or which changed")
+    assert (tmp_path / "summary.md").read_text() == "my own summary"
+
+
+def test_a_failed_job_removes_nothing(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    before = _contents(tmp_path)
+    done = invoke("score", "--results-dir", str(tmp_path), "--output-col", "missing")
+    one_line_error(done, 2, "missing")
+    assert _contents(tmp_path) == before  # every earlier output still there, byte for byte
+
+
+def test_a_later_job_replaces_what_an_earlier_job_wrote(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    run_job(JobConfig(results_dir=str(tmp_path), track=False, plots=False))
+    assert sorted(_contents(tmp_path)) == [".numdiff", "results.parquet"]  # nothing stale
+    claim = json.loads((tmp_path / ".numdiff").read_text())
+    assert set(claim["outputs"]) == {"results.parquet"}  # proof of what it wrote
+
+
+def test_a_claim_that_is_a_link_is_refused_and_never_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "res"
+    folder.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("do not touch")
+    (folder / ".numdiff").symlink_to(target)
+    done = numdiff_process("score", "--results-dir", str(folder))  # a real process
+    one_line_error(done, 2, "is a symbolic link, which numdiff never follows")
+    assert target.read_text() == "do not touch"
+    assert (folder / ".numdiff").is_symlink() and sorted(os.listdir(folder)) == [".numdiff"]
+
+
+@pytest.mark.parametrize("kind", ["text", "folder", "fifo"])
+def test_a_claim_numdiff_did_not_write_is_refused(kind: str, tmp_path: Path) -> None:
+    claim = tmp_path / ".numdiff"
+    if kind == "text":
+        claim.write_text("my notes on numdiff")
+    elif kind == "folder":
+        claim.mkdir()
+    else:
+        os.mkfifo(claim)
+    done = invoke("score", "--results-dir", str(tmp_path))
+    one_line_error(done, 2, "not a file numdiff wrote")
+    if kind == "text":
+        assert claim.read_text() == "my notes on numdiff"
+    assert sorted(os.listdir(tmp_path)) == [".numdiff"]
