@@ -407,7 +407,16 @@ class _Signalled(BaseException):
 
 
 def _signalled(signum: int, frame: object) -> None:
+    # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
+    # a partial file) runs to its end, and the exit code and the message name the same signal.
+    # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, _ignored)
     raise _Signalled(signum)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    pass
 
 
 def main() -> None:

@@ -437,3 +437,36 @@ def test_a_claim_numdiff_did_not_write_is_refused(kind: str, tmp_path: Path) -> 
     if kind == "text":
         assert claim.read_text() == "my notes on numdiff"
     assert sorted(os.listdir(tmp_path)) == [".numdiff"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Two signals close together: no partial output, and the message and the code agree (16.3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gap_ms", [1, 5, 20, 50])
+def test_sigint_then_sigterm_leave_no_partial_file(gap_ms: int, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from tests.conftest import BOUND, MODULE
+
+    source = tmp_path / "big.csv"
+    rows = 600_000
+    pd.DataFrame({"output": np.arange(rows).astype(str), "expected": np.arange(rows)}).to_csv(
+        source, index=False
+    )
+    folder = tmp_path / "res"
+    args = [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = folder / ".results.parquet.partial"
+    deadline = time.monotonic() + BOUND
+    while not partial.exists() and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    time.sleep(gap_ms / 1000)
+    process.send_signal(signal.SIGTERM)
+    done = subprocess.CompletedProcess(args, process.wait(timeout=BOUND), *process.communicate())
+    one_line_error(done, 130, "stopped by SIGINT; no partial file is left")
+    assert sorted(os.listdir(folder)) == [".numdiff"]
