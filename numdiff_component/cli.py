@@ -261,7 +261,7 @@ def score(
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job import JobConfig, run_job
-    from numdiff_component.tracking import check_store_location
+    from numdiff_component.settings import check_store_location
 
     check_store_location()
     config = JobConfig(

@@ -37,11 +37,11 @@ from numdiff_component.results import (
     results_folder,
 )
 from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.settings import check_settings
 from numdiff_component.tables import local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     Evaluation,
-    check_settings,
     log_evaluation,
 )
 
