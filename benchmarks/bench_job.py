@@ -5,6 +5,7 @@ core (`score_frame`, measured in this process over the same batches) and the sha
 
     python benchmarks/bench_job.py --rows 1000000
     python benchmarks/bench_job.py --rows 20000000     # the memory bound: peak under 1 GiB
+    python benchmarks/bench_job.py --sample-run        # the sample run against MLflow's floor
 """
 
 from __future__ import annotations
@@ -100,7 +101,54 @@ def main() -> None:
     )
 
 
+FLOOR = """
+import sys, mlflow
+with mlflow.start_run():
+    mlflow.log_metrics({"a": 1.0, "b": 2.0, "c": 3.0})
+    mlflow.log_artifact(sys.argv[1])
+"""
+
+
+def sample_run_against_floor(repeats: int = 5) -> tuple[float, float]:
+    """``numdiff score --quiet`` (the packaged sample, 36 rows, plots on) against MLflow's own
+    floor (import mlflow, start a run, log three metrics and one artifact), each a whole
+    process on a fresh initialised sqlite store, taken in turn; the medians, printed with
+    their ratio (issue 18's bound: 1.2)."""
+    timings: dict[str, list[float]] = {"floor": [], "sample": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        artifact = folder / "artifact.txt"
+        artifact.write_text("one artifact\n")
+        for i in range(repeats):
+            for kind in ("floor", "sample"):
+                store = folder / f"{kind}{i}.db"
+                env = {
+                    **os.environ,
+                    "MLFLOW_TRACKING_URI": f"sqlite:///{store}",
+                    "MLFLOW_DISABLE_TELEMETRY": "true",
+                    "TMPDIR": tmp,
+                }
+                init = "import mlflow; mlflow.MlflowClient().search_experiments()"
+                subprocess.run([sys.executable, "-c", init], env=env, check=True)
+                command = (
+                    [sys.executable, "-c", FLOOR, str(artifact)]
+                    if kind == "floor"
+                    else [sys.executable, "-m", "numdiff_component", "score", "--quiet"]
+                )
+                start = time.perf_counter()
+                subprocess.run(command, env=env, check=True, cwd=tmp, capture_output=True)
+                timings[kind].append(time.perf_counter() - start)
+    floor, sample = (sorted(timings[k])[len(timings[k]) // 2] for k in ("floor", "sample"))
+    print(f"MLflow floor (3 metrics, 1 artifact)   {floor:.2f} s (median of {repeats})")
+    print(f"numdiff score --quiet (sample)         {sample:.2f} s (median of {repeats})")
+    print(f"ratio                                  {sample / floor:.2f}x (bound 1.2x)")
+    return floor, sample
+
+
 if __name__ == "__main__":
     import pyarrow.parquet
 
-    main()
+    if "--sample-run" in sys.argv:
+        sample_run_against_floor()
+    else:
+        main()

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -27,7 +27,7 @@ EXIT_GATE, EXIT_INPUT, EXIT_TRACKING = 1, 2, 3
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
     from numdiff_component.errors import visible
 
     click.echo(f"numdiff: error: {visible(message)}", err=True)  # no control byte reaches the tty
@@ -321,7 +321,7 @@ def score(
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job import JobConfig, run_job
-    from numdiff_component.tracking import check_store_location
+    from numdiff_component.settings import check_store_location
 
     check_store_location()
     config = JobConfig(
@@ -355,9 +355,9 @@ def score(
         if outcome.run_id:
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
-        click.echo(f"  {'results':<12} {outcome.results_path}")
+        click.echo(f"  {'results':<12} {outcome.results}")
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
-        click.echo(outcome.results_path)
+        click.echo(outcome.results)
     if outcome.evaluation.gate == "failed":
         _fail(
             f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
@@ -528,7 +528,16 @@ class _Signalled(BaseException):
 
 
 def _signalled(signum: int, frame: object) -> None:
+    # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
+    # a partial file) runs to its end, and the exit code and the message name the same signal.
+    # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, _ignored)
     raise _Signalled(signum)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    pass
 
 
 def main() -> None:

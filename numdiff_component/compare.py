@@ -21,7 +21,6 @@ from numdiff_component.errors import InputError
 from numdiff_component.scoring import RESULT_COLUMNS
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
-_EXACT_MAX_PAIRS = 5_000  # above this, the binomial tail is summed in log space
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
 
 

@@ -28,11 +28,9 @@ from pydantic import PrivateAttr, create_model
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options
-from numdiff_component.reading import parse_column
-from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_values
+from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 
 METRIC_NAME = "numeric_diff"
-CONFIG_KEY = "numeric_diff_options"
 """The ``evaluator_config`` key whose dict of options overrides the metric's own options."""
 
 
@@ -60,15 +58,11 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
     ``mae`` when no row has two numbers, is left out). No rows is an `InputError`.
     """
     _check_not_the_same_column(predictions, targets)
-    a = parse_column(_column(predictions), options)
-    b = parse_column(_column(targets), options)
-    if len(a) != len(b):
-        raise InputError(f"{len(a)} predictions but {len(b)} targets; they must pair up row by row")
-    results = score_values(a, b, options)
+    results = score_columns(_column(predictions), _column(targets), options)
     aggregates = aggregate(results)
+    columns = ("output_value", "expected_value", "abs_error", "score", "label")
     justifications = [
-        _justification(*row)
-        for row in zip(a, b, results["abs_error"], results["score"], results["label"], strict=True)
+        _justification(*row) for row in zip(*(results[c] for c in columns), strict=True)
     ]
     return MetricValue(
         scores=results["score"].tolist(),
@@ -246,7 +240,6 @@ numeric_diff_scorer = make_numeric_diff_scorer()
 
 
 __all__ = [
-    "CONFIG_KEY",
     "METRIC_NAME",
     "NumericDiffScorer",
     "make_numeric_diff_metric",

@@ -1,28 +1,25 @@
 """The scoring job behind ``numdiff score`` and the MLproject: open, score, keep, report, log.
 
 This module is engine-neutral. An engine opens the input and scores it into the results file,
-handing the results back batch by batch, in input order (`Engine`); the pandas engine streams
-on this machine (`numdiff_component.pandas_engine`), the Spark engine scores where the table
-lives (`numdiff_component.spark`). Whatever the engine, the job then adds the batches up into
-the aggregates, feeds the report, writes it next to the results, and logs the run to MLflow, so
+handing the results back batch by batch, in input order (the `Engine` protocol of
+`numdiff_component.request`); the pandas engine streams on this machine
+(`numdiff_component.pandas_engine`), the Spark engine scores where the table lives
+(`numdiff_component.spark`). Whatever the engine, the job then adds the batches up into the
+aggregates, feeds the report, writes it next to the results, and logs the run to MLflow, so
 both engines produce the same numbers, files and run contents.
 
 The per-item results are complete in the local results folder before anything goes to the
-tracking server, so a tracking failure loses nothing.
+tracking server, so a tracking failure loses nothing. A results folder the job made in the
+temporary folder is removed once everything is logged; it stays when logging failed.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Generator, Iterator
-from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import pandas as pd
 
@@ -30,79 +27,29 @@ from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.hints import PresetHint
 from numdiff_component.options import Options
-from numdiff_component.report import (
-    HISTOGRAM_PNG,
-    REPORT_HTML,
-    SCATTER_PNG,
-    SUMMARY_MD,
-    ReportBuilder,
+from numdiff_component.report import ReportBuilder
+from numdiff_component.request import Engine, JobConfig, Source
+from numdiff_component.results import (
+    CLAIM,
+    PREFIX,
+    RESULTS_PARQUET,
+    remove_temporary,
+    results_folder,
 )
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tables import DEFAULT_BATCH_ROWS, StreamBroken, local_path
+from numdiff_component.settings import check_settings
+from numdiff_component.tables import local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
-    RESULTS_METADATA,
-    RESULTS_PARQUET,
     Evaluation,
     log_evaluation,
-    scoring_params,
 )
+
+__all__ = ["CLAIM", "ENGINES", "Engine", "JobConfig", "JobOutcome", "engine_for", "run_job"]
 
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
 """Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """Everything ``numdiff score`` was asked to do."""
-
-    predictions: str | None = None
-    output_col: str = "output"
-    expected_col: str = "expected"
-    id_col: str | None = None
-    options: Options = field(default_factory=Options)
-    format: str | None = None
-    results_dir: str | None = None
-    experiment_name: str | None = None
-    run_name: str | None = None
-    track: bool = True
-    plots: bool = True
-    batch_rows: int = DEFAULT_BATCH_ROWS
-    engine: str = "pandas"
-    fail_under: float | None = None  # the quality gate: pass rate at least this
-
-    def results_metadata(self) -> dict[str, str]:
-        """What the results file records of how it was made: the run's scoring params (compare
-        reads the id column and the options)."""
-        return scoring_params(self.options, self.output_col, self.expected_col, self.id_col)
-
-
-class Source(Protocol):
-    """An opened input: ``source`` is what the user gave, ``name`` the dataset's name."""
-
-    @property
-    def source(self) -> str: ...
-
-    @property
-    def name(self) -> str: ...
-
-
-class Engine(Protocol):
-    """What the job needs of an engine."""
-
-    def open(self, config: JobConfig) -> Source:
-        """Check what can be checked before scoring (the input exists, its columns)."""
-        ...
-
-    def score(
-        self, table: Any, config: JobConfig, path: Path, batch_rows: int | None
-    ) -> Generator[pd.DataFrame, None, None]:
-        """Score ``table`` into the results file at ``path``, yielding the results (input
-        columns, then `RESULT_COLUMNS`) in batches in input order. The file is complete once
-        the iterator is exhausted; it is not left half-written when the iterator is closed
-        early. `StreamBroken`: read the table again with ``batch_rows=None`` (whole)."""
-        ...
 
 
 def engine_for(name: str) -> Engine:
@@ -122,73 +69,23 @@ def engine_for(name: str) -> Engine:
 
 @dataclass(frozen=True)
 class JobOutcome:
-    """What the job produced."""
+    """What the job produced. ``results_path`` is the local results file; ``kept`` says whether
+    it is still there (a temporary results folder goes once the run holds its contents)."""
 
     evaluation: Evaluation
     run_id: str | None
+    kept: bool = True
 
     @property
     def results_path(self) -> Path:
         return self.evaluation.results_dir / RESULTS_PARQUET
 
-
-OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML)
-"""The files a job writes in its results folder."""
-CLAIM = ".numdiff"
-"""In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""
-
-
-@contextmanager
-def results_folder(requested: str | None, input_path: str | None = None) -> Iterator[Path]:
-    """The folder for the local copy of the results, held for this job alone.
-
-    A new temporary folder, or the one asked for, created when missing. Nothing the user gave is
-    overwritten: a folder holding a file with an output's name that no job wrote there, or the
-    input itself, is refused; a folder another job is using is refused. The outputs an earlier
-    job left there are removed first, so that no stale file sits beside new results.
-    """
-    folder = Path(requested or tempfile.mkdtemp(prefix="numdiff-results-"))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        claim = open(folder / CLAIM, "a+", encoding="utf-8")  # noqa: SIM115 - held below
-    except OSError as exc:
-        raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
-    with claim:
-        try:
-            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends
-        except BlockingIOError:
-            raise InputError(
-                f"results folder {str(folder)!r} is in use by another numdiff job; give each "
-                "job its own --results-dir"
-            ) from None
-        claim.seek(0)
-        try:
-            ours = set(json.loads(claim.read() or "[]"))
-        except ValueError:  # not a claim numdiff wrote: then nothing here is a job's
-            ours = set()
-        for name in OUTPUTS:
-            path = folder / name
-            if input_path is not None and path.exists() and path.samefile(input_path):
-                raise InputError(
-                    f"the input {input_path!r} is in the results folder, where {name!r} is "
-                    "written; give another --results-dir"
-                )
-            if path.exists() and name not in ours:
-                raise InputError(
-                    f"results folder {str(folder)!r} holds {name!r}, which no numdiff job "
-                    "wrote; give an empty or new --results-dir (nothing you gave is overwritten)"
-                )
-        for name in OUTPUTS:
-            path = folder / name
-            if path.is_dir():
-                shutil.rmtree(path)  # a Spark engine's results folder
-            else:
-                path.unlink(missing_ok=True)
-        claim.seek(0)
-        claim.truncate()
-        claim.write(json.dumps(list(OUTPUTS)))
-        claim.flush()
-        yield folder
+    @property
+    def results(self) -> str:
+        """Where the results are: the local file, or the run's artifact once it is gone."""
+        if self.kept or self.run_id is None:
+            return str(self.results_path)
+        return f"runs:/{self.run_id}/{PREFIX}/{RESULTS_PARQUET}"
 
 
 @dataclass
@@ -217,9 +114,7 @@ def _collect(
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:
-        report = ReportBuilder(
-            config.options, config.output_col, config.expected_col, config.id_col
-        )
+        report = ReportBuilder.of(config.scoring, title=_title(config, source))
     for results in batches:
         if first is None:
             first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
@@ -245,12 +140,8 @@ def _score(
     progress: Callable[[int], None] | None,
 ) -> _Collected:
     # Closed on the way out, so that an engine cleans up its files at once.
-    try:
-        with closing(engine.score(table, config, path, config.batch_rows)) as batches:
-            return _collect(batches, config, table.source, progress)
-    except StreamBroken:
-        with closing(engine.score(table, config, path, None)) as batches:
-            return _collect(batches, config, table.source, progress)
+    with closing(engine.score(table, config, path)) as batches:
+        return _collect(batches, config, table.source, progress)
 
 
 def _write_report(
@@ -272,6 +163,14 @@ def _write_report(
         ) from exc
 
 
+def _title(config: JobConfig, source: str | None = None) -> str:
+    """What names this job to a person: the run name, else ``numdiff <input file name>``."""
+    if config.run_name:
+        return config.run_name
+    name = Path(source or config.predictions or "sample").name
+    return f"numdiff {name}"
+
+
 def absolute(source: str) -> str:
     """``source`` as an absolute path when it names a local file, else as given (a URI)."""
     local = local_path(source)
@@ -289,10 +188,15 @@ def run_job(
 
     ``progress`` is called with the number of rows scored so far after each batch.
     """
+    if config.track:
+        check_settings()  # a bad setting is said before any work, not after it
     engine = engine or engine_for(config.engine)
     table = engine.open(config)
     with results_folder(config.results_dir, local_path(table.source)) as folder:
-        return _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+    if outcome.run_id is not None and config.results_dir is None:
+        return JobOutcome(outcome.evaluation, outcome.run_id, kept=not remove_temporary(folder))
+    return outcome
 
 
 def _run(
@@ -303,19 +207,14 @@ def _run(
     progress: Callable[[int], None] | None,
 ) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
-    if path.is_dir():  # part files (Spark): what a results file keeps in its metadata
-        (path / RESULTS_METADATA).write_text(json.dumps(config.results_metadata()))
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
     notes = collected.notes(config.options)
     reports = _write_report(collected.report, path, aggregates, source, notes)
     evaluation = Evaluation(
+        **vars(config.scoring),
         source=source,
         dataset_name=table.name,
-        options=config.options,
-        output_col=config.output_col,
-        expected_col=config.expected_col,
-        id_col=config.id_col,
         aggregates=aggregates,
         results_dir=path.parent,
         n_rows=collected.totals.n,
@@ -334,7 +233,7 @@ def _run(
             inputs,
             results,
             run_name=config.run_name,
-            default_run_name=f"numdiff {Path(evaluation.source).name}",
+            default_run_name=_title(config, source),
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary

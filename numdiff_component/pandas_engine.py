@@ -1,7 +1,9 @@
 """The pandas engine: streams the table on this machine, batch by batch, in bounded memory.
 
 Each batch is scored by `score_frame` and appended to the results Parquet file under a
-temporary name, renamed when complete, so no partial file ever looks complete.
+temporary name, renamed when complete, so no partial file ever looks complete. A table that
+cannot be streamed (`StreamBroken`: a JSON Lines column changes type) is read again whole; the
+job sees each row once all the same.
 """
 
 from __future__ import annotations
@@ -10,18 +12,16 @@ import contextlib
 import os
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError
+from numdiff_component.request import JobConfig
+from numdiff_component.results import file_metadata
 from numdiff_component.scoring import check_columns, score_frame
 from numdiff_component.tables import StreamBroken, Table, open_table
-
-if TYPE_CHECKING:
-    from numdiff_component.job import JobConfig
 
 
 class PandasEngine:
@@ -31,6 +31,23 @@ class PandasEngine:
         return open_table(config.predictions, config.format)
 
     def score(
+        self, table: Table, config: JobConfig, path: Path
+    ) -> Generator[pd.DataFrame, None, None]:
+        """See `Engine.score`. Streams in ``config.batch_rows``; when the table cannot be
+        streamed, writes the file again from the table read whole and yields the rows not
+        yielded yet."""
+        done = 0
+        try:
+            for results in self._write(table, config, path, config.batch_rows):
+                done += len(results)
+                yield results
+        except StreamBroken:
+            for results in self._write(table, config, path, None):
+                if len(results) > done:
+                    yield results.iloc[done:] if done else results
+                done = max(0, done - len(results))
+
+    def _write(
         self, table: Table, config: JobConfig, path: Path, batch_rows: int | None
     ) -> Generator[pd.DataFrame, None, None]:
         tmp = path.with_name(f".{path.name}.partial")
@@ -44,7 +61,7 @@ class PandasEngine:
                 results = score_frame(batch, config.output_col, config.expected_col, config.options)
                 arrow = _to_arrow(results)
                 if writer is None:
-                    metadata = {**(arrow.schema.metadata or {}), **config.results_metadata()}
+                    metadata = {**(arrow.schema.metadata or {}), **file_metadata(config)}
                     writer = pq.ParquetWriter(tmp, arrow.schema.with_metadata(metadata))
                 elif arrow.schema != writer.schema:
                     try:

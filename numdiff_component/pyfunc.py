@@ -28,7 +28,7 @@ from mlflow.types import ColSpec, Schema
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import OPTION_NAMES, Options
 from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA, score_frame
-from numdiff_component.tracking import deadline, mlflow_run
+from numdiff_component.tracking import mlflow_run, within
 
 INPUT_COLUMNS = ("output", "expected")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
@@ -126,16 +126,11 @@ def log_numeric_diff_model(
             f"model name {name!r} cannot be empty or hold {', '.join(map(repr, bad))}: MLflow "
             f"refuses any of {' '.join(_BAD_NAME_CHARACTERS)} in a model name"
         )
-    with (
-        deadline("log the model to MLflow"),
-        mlflow_run(
-            run_name=run_name,
-            experiment_name=experiment_name,
-            use_active=True,
-            what="log the model to MLflow",
-        ),
-    ):
-        return mlflow.pyfunc.log_model(
+    what = "log the model to MLflow"
+    with mlflow_run(run_name=run_name, experiment_name=experiment_name, use_active=True, what=what):
+        return within(
+            what,
+            mlflow.pyfunc.log_model,
             name=name,
             python_model=str(Path(__file__).with_name("model_code.py")),
             model_config=model_config(opts),

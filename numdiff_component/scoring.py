@@ -103,10 +103,28 @@ def _score_columns(
     return {**numbers, "passed": passed}, codes
 
 
-def score_values(a: np.ndarray, b: np.ndarray, options: Options) -> dict[str, np.ndarray]:
-    """The result columns for two float64 arrays of numbers read (NaN where none)."""
+def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any]:
+    """Read two columns (`parse_column`) and score them row by row: the result columns.
+
+    The one place where a column of outputs and a column of expected values become scores:
+    `score_frame`, the Spark engine and the MLflow metric all call it. ``output`` and
+    ``expected`` are anything `parse_column` reads (a pandas Series, an Arrow array), of equal
+    length. The numbers are float64 arrays (NaN: no number); ``label`` is a pandas array of
+    strings built by Arrow (no Python object per row).
+
+    >>> r = score_columns(pd.Series(["3", "n/a"]), pd.Series(["4", "1"]), Options())
+    >>> r["score"].tolist(), list(r["label"])
+    ([0.75, 0.0], ['fail', 'unparseable'])
+    """
+    a = parse_column(output, options)
+    b = parse_column(expected, options)
+    if len(a) != len(b):
+        raise InputError(
+            f"{len(a)} outputs but {len(b)} expected values; they must pair up row by row"
+        )
     columns, codes = _score_columns(a, b, options)
-    return {**columns, "label": np.array(_LABELS, dtype=object)[codes]}
+    labels = pc.take(pa.array(_LABELS), pa.array(codes)).to_pandas()
+    return {**columns, "label": labels.array}
 
 
 def check_columns(
@@ -157,10 +175,6 @@ def score_frame(
     """
     opts = Options.of(options, **overrides)
     check_columns(df.columns, output_col, expected_col)
-    a = parse_column(df[output_col], opts)
-    b = parse_column(df[expected_col], opts)
-    columns, codes = _score_columns(a, b, opts)
-    # Arrow builds the label strings as pandas' own string column (no Python objects).
-    labels = pc.take(pa.array(_LABELS), pa.array(codes)).to_pandas()
-    results = pd.DataFrame({**columns, "label": labels.array}, index=df.index, copy=False)
+    columns = score_columns(df[output_col], df[expected_col], opts)
+    results = pd.DataFrame(columns, index=df.index, copy=False)
     return pd.concat([df, results], axis=1)

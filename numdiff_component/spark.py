@@ -1,7 +1,7 @@
 """The Spark engine: the same scores as `score_frame`, computed where the table lives.
 
 Rows go to Python as Arrow record batches (``mapInArrow``) and through the same core
-(`parse_column`, `score_values`), so every number equals the pandas engine's. The core sees each
+(`score_columns`), so every number equals the pandas engine's. The core sees each
 column with its Arrow type, as it sees a Parquet file read by pandas: text is text, decimals are
 read through their text, booleans and nulls have no number. Where the pandas engine has NaN (no
 number), the Spark results have null, as the pandas engine's Parquet file does.
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -28,13 +28,14 @@ import pyarrow.dataset as ds
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
-from numdiff_component.reading import parse_column
+from numdiff_component.request import JobConfig
+from numdiff_component.results import write_folder_metadata
 from numdiff_component.scoring import (
     RESULT_COLUMNS,
     RESULT_SCHEMA,
     UNPARSEABLE,
     check_columns,
-    score_values,
+    score_columns,
 )
 from numdiff_component.spark_cluster import (
     check_reachable,
@@ -51,9 +52,6 @@ from numdiff_component.tables import (
     local_path,
     open_table,
 )
-
-if TYPE_CHECKING:
-    from numdiff_component.job import JobConfig
 
 try:
     from pyspark.sql import DataFrame, SparkSession
@@ -155,9 +153,9 @@ def _core_input(column: pa.Array) -> pa.Array | pd.Series:
 def _score_batch(
     batch: pa.RecordBatch, output_col: str, expected_col: str, options: Options
 ) -> pa.RecordBatch:
-    a = parse_column(_core_input(batch.column(output_col)), options)
-    b = parse_column(_core_input(batch.column(expected_col)), options)
-    results = score_values(a, b, options)
+    output = _core_input(batch.column(output_col))
+    expected = _core_input(batch.column(expected_col))
+    results = score_columns(output, expected, options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
         pa.array(results[f.name], type=f.type, from_pandas=True)
@@ -336,7 +334,7 @@ class SparkEngine:
         return table
 
     def score(
-        self, table: SparkTable, config: JobConfig, path: Path, batch_rows: int | None
+        self, table: SparkTable, config: JobConfig, path: Path
     ) -> Generator[pd.DataFrame, None, None]:
         results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
         # Written under a hidden name, renamed once every batch is handed back: an interrupted
@@ -350,9 +348,12 @@ class SparkEngine:
             # Part files in name order are the partitions in order: the input's order.
             files = sorted(str(p) for p in partial.glob("part-*.parquet"))
             batches = ds.dataset(files, format="parquet").to_batches(
-                batch_size=batch_rows or DEFAULT_BATCH_ROWS, batch_readahead=1, fragment_readahead=1
+                batch_size=config.batch_rows or DEFAULT_BATCH_ROWS,
+                batch_readahead=1,
+                fragment_readahead=1,
             )
             yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+            write_folder_metadata(partial, config)  # what a results file keeps in its metadata
             os.replace(partial, path)
         except BaseException:  # also a signal, or the job closing the iterator early
             remove_partial(results.sparkSession, partial)

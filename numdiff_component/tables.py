@@ -606,12 +606,3 @@ def open_table(source: str | None = None, fmt: str | None = None) -> Table:
             "give the .parquet file uncompressed"
         )
     return Table(source, local or source, dataset_name(source), fmt)
-
-
-def load_table(source: str | None = None, fmt: str | None = None) -> pd.DataFrame:
-    """The whole prediction table at ``source`` as one frame; `InputError` when it is empty."""
-    table = open_table(source, fmt)
-    frame = table.read()
-    if len(frame) == 0:
-        raise InputError(f"no rows to score in {table.source!r}")
-    return frame

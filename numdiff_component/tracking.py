@@ -5,34 +5,43 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.options import OPTION_NAMES, Options
+from numdiff_component.results import (
+    PLOTS,
+    PREFIX,
+    RESULTS_JSON,
+    RESULTS_PARQUET,
+    Evaluation,
+    RunResults,
+    metrics,
+    new_params,
+    params,
+    read_local,
+    recorded,
+    table_for_ui,
+    tags,
+)
+from numdiff_component.settings import (
+    _relative_store,
+    tracking_timeout,
+)
 
-PREFIX = "numeric_diff"
-RESULTS_PARQUET = "results.parquet"
-RESULTS_JSON = "results.json"
-RESULTS_METADATA = "_numdiff.json"
-"""In a Spark results folder: what its file's metadata says in a pandas results file."""
 LOG_TABLE_MAX_ROWS = 100_000
+T = TypeVar("T")
 
 
 @contextmanager
@@ -43,9 +52,14 @@ def mlflow_errors(what: str) -> Iterator[None]:
     import mlflow
     from mlflow.exceptions import MlflowException
 
+    failures: tuple[type[Exception], ...] = (MlflowException, OSError)  # network: OSErrors
+    with contextlib.suppress(ImportError):  # a sqlite store's own errors ("database is locked")
+        from sqlalchemy.exc import SQLAlchemyError
+
+        failures = (*failures, SQLAlchemyError)
     try:
         yield
-    except (MlflowException, OSError) as exc:  # network errors (requests') are OSErrors
+    except failures as exc:
         if getattr(exc, "error_code", None) == "INVALID_PARAMETER_VALUE":  # the user's value
             raise InputError(f"MLflow refused a value: {first_line(exc)}") from exc
         raise TrackingError(
@@ -53,62 +67,54 @@ def mlflow_errors(what: str) -> Iterator[None]:
         ) from exc
 
 
-DEFAULT_TIMEOUT = 20.0
-"""Seconds each tracking call may take (``NUMDIFF_TRACKING_TIMEOUT``); an upload gets at least
-one more second per MiB."""
-
-
 class _TimedOut(BaseException):
     """A tracking call passed its deadline. Not an `Exception`: MLflow's own ``except
     Exception`` (retries, cleanup) must not swallow it."""
 
 
-def tracking_timeout() -> float:
-    """The deadline of each tracking call, in seconds (``NUMDIFF_TRACKING_TIMEOUT``)."""
-    text = os.environ.get("NUMDIFF_TRACKING_TIMEOUT", "")
-    try:
-        seconds = float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        seconds = math.nan
-    if not seconds > 0:
-        raise InputError(f"NUMDIFF_TRACKING_TIMEOUT must be a number of seconds > 0, got {text!r}")
-    return seconds
+class _NoAnswer(TrackingError):
+    """The tracking store did not answer within the deadline: ask it nothing more."""
 
 
-@contextmanager
-def deadline(what: str) -> Iterator[Callable[..., None]]:
-    """Each tracking call in the block answers within `tracking_timeout` seconds, or the block
-    raises `TrackingError` then. Yields ``arm(extra)``: call it before each call (``extra``: more
-    seconds for a large upload). A server that hangs or trickles bytes cannot hold a run.
+_OFF_MAIN_THREAD = (
+    "NUMDIFF_TRACKING_TIMEOUT is not applied off the main thread (no timer signal there); "
+    "MLflow's own MLFLOW_HTTP_REQUEST_TIMEOUT bounds each request instead"
+)
 
-    A timer signal, so the main thread's blocking socket read is interrupted; in another thread
-    calls are bounded only by MLflow's own HTTP timeout. The previous handler is put back.
+
+def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)``, the one tracking call, answered within `tracking_timeout`
+    seconds (plus ``extra``: e.g. one more per MiB uploaded), else `TrackingError`: a server that
+    hangs or trickles bytes cannot hold a run. MLflow's failures become `TrackingError` too
+    (`mlflow_errors`).
+
+    The same for every call. The deadline is a timer signal, so that a blocking socket read is
+    interrupted; a timer signal reaches the main thread only, so in another thread the call is
+    bounded by MLflow's HTTP timeout alone, and a `RuntimeWarning` says so (once per process).
     """
     import mlflow  # before the clock starts: importing it takes seconds, and is no call
 
-    seconds = tracking_timeout()
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda extra=0.0: None
-        return
+    seconds = tracking_timeout() + extra
+    with mlflow_errors(what):
+        if threading.current_thread() is not threading.main_thread():
+            warnings.warn(_OFF_MAIN_THREAD, RuntimeWarning, stacklevel=2)
+            return call(*args, **kwargs)
 
-    def expired(signum: int, frame: Any) -> None:
-        raise _TimedOut
+        def expired(signum: int, frame: Any) -> None:
+            raise _TimedOut
 
-    def arm(extra: float = 0.0) -> None:
-        signal.setitimer(signal.ITIMER_REAL, seconds + extra)
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    try:
-        arm()
-        yield arm
-    except _TimedOut:
-        raise TrackingError(
-            f"could not {what} at {mlflow.get_tracking_uri()}: no answer within {seconds:g} s "
-            "(NUMDIFF_TRACKING_TIMEOUT)"
-        ) from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        previous = signal.signal(signal.SIGALRM, expired)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            return call(*args, **kwargs)
+        except _TimedOut:
+            raise _NoAnswer(
+                f"could not {what} at {mlflow.get_tracking_uri()}: no answer within "
+                f"{seconds:g} s (NUMDIFF_TRACKING_TIMEOUT)"
+            ) from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def upload_seconds(path: Path) -> float:
@@ -138,22 +144,25 @@ def mlflow_run(
 
     if not MLFLOW_RUN_ID.get():
         run_name = run_name or default_run_name
-    with mlflow_errors(what):
-        active = mlflow.active_run() if use_active else None
-        run = active or mlflow.start_run(
-            run_name=run_name, experiment_id=experiment_id(experiment_name)
-        )
-        if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
-            mlflow.set_tag("mlflow.runName", default_run_name)
-        try:
+    active = mlflow.active_run() if use_active else None
+    run = active or within(
+        what,
+        mlflow.start_run,
+        run_name=run_name,
+        experiment_id=within(what, experiment_id, experiment_name),
+    )
+    if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
+        within(what, mlflow.set_tag, "mlflow.runName", default_run_name)
+    try:
+        with mlflow_errors(what):
             yield run
-        except BaseException as exc:
-            if active is None and not isinstance(exc, _TimedOut):  # a hung server: no more
-                with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
-                    mlflow.end_run(status="FAILED")
-            raise
-        if active is None:
-            mlflow.end_run()
+    except BaseException as exc:
+        if active is None and not isinstance(exc, _NoAnswer):  # a hung server: no more
+            with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
+                within(what, mlflow.end_run, status="FAILED")
+        raise
+    if active is None:
+        within(what, mlflow.end_run)
 
 
 def _made_up(name: str | None) -> bool:
@@ -169,31 +178,6 @@ def _made_up(name: str | None) -> bool:
     )
 
 
-def check_store_location() -> None:
-    """Refuse at once a relative tracking store path under ``mlflow run`` (`InputError`).
-
-    ``mlflow run`` creates the run in the store the path names from the caller's folder, then
-    runs the step in the project folder, where the same path names another store: the step
-    would fail late ("Run … not found") and leave a stray store in the project.
-    """
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if not os.environ.get("MLFLOW_RUN_ID") or not _relative_store(uri):
-        return
-    raise InputError(
-        f"MLFLOW_TRACKING_URI {uri!r} is a relative path, which under `mlflow run` names "
-        f"another store in the project folder {os.getcwd()!r}; give an absolute one, e.g. "
-        "MLFLOW_TRACKING_URI=sqlite:///$PWD/mlflow.db"
-    )
-
-
-def _relative_store(uri: str) -> bool:
-    if uri.startswith("sqlite:///"):
-        path = uri.removeprefix("sqlite:///")
-        return bool(path) and path != ":memory:" and not path.startswith("/")
-    parsed = urlparse(uri)
-    return parsed.scheme in ("", "file") and bool(parsed.path) and not parsed.path.startswith("/")
-
-
 def record_failure(message: str, exit_code: int) -> None:
     """Tag the run ``mlflow run`` started with why its step failed, so that a pipeline can tell
     bad input from a failed gate (``numeric_diff.gate``). Best effort: the step fails anyway."""
@@ -201,12 +185,12 @@ def record_failure(message: str, exit_code: int) -> None:
     if not run_id or _relative_store(os.environ.get("MLFLOW_TRACKING_URI", "")):
         return
     from mlflow import MlflowClient
+    from mlflow.entities import RunTag
 
-    what = "tag the run"
-    with contextlib.suppress(TrackingError, InputError), deadline(what), mlflow_errors(what):
-        client = MlflowClient()
-        client.set_tag(run_id, f"{PREFIX}.error", message[:5000])
-        client.set_tag(run_id, f"{PREFIX}.exit_code", str(exit_code))
+    tags = [RunTag(f"{PREFIX}.error", message[:5000])]
+    tags.append(RunTag(f"{PREFIX}.exit_code", str(exit_code)))
+    with contextlib.suppress(TrackingError, InputError):
+        within("tag the run", MlflowClient().log_batch, run_id, tags=tags)
 
 
 def experiment_id(name: str | None) -> str | None:
@@ -231,100 +215,6 @@ def experiment_id(name: str | None) -> str | None:
         if found is None:
             raise
         return str(found.experiment_id)
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """What one scoring job logs: where the table came from, how it was scored, what came out."""
-
-    source: str
-    dataset_name: str
-    options: Options
-    output_col: str
-    expected_col: str
-    id_col: str | None
-    aggregates: Mapping[str, float]
-    results_dir: Path
-    n_rows: int
-    engine: str = "pandas"
-    fail_under: float | None = None  # the quality gate, when one was asked for
-    notes: tuple[str, ...] = ()  # one-line hints shown with the results
-    reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
-
-    @property
-    def gate(self) -> str | None:
-        """``"passed"`` or ``"failed"`` when a gate was asked for (pass rate >= fail_under)."""
-        if self.fail_under is None:
-            return None
-        return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
-
-    def description(self) -> str:
-        """The run's description (Markdown): the headline, the input, the gate."""
-        unparseable = int(self.aggregates["n_unparseable"])
-        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
-        lines = [f"**Numeric diff**: {summary}.", "", f"Input: `{self.source}`"]
-        lines += [line for note in self.notes for line in ("", f"Note: {note}.")]
-        if self.gate is not None:
-            rate = self.aggregates["pass_rate"]
-            sign = ">=" if self.gate == "passed" else "<"
-            lines += ["", f"Gate {self.gate}: pass rate {rate:.4f} {sign} {self.fail_under:g}."]
-        return "\n".join(lines)
-
-
-def params(evaluation: Evaluation) -> dict[str, str]:
-    """Run params, under ``numeric_diff/`` so they never clash with what ``mlflow run`` logs."""
-    return {
-        **scoring_params(
-            evaluation.options, evaluation.output_col, evaluation.expected_col, evaluation.id_col
-        ),
-        f"{PREFIX}/predictions": evaluation.source,
-        f"{PREFIX}/engine": evaluation.engine,
-    }
-
-
-def scoring_params(
-    options: Options, output_col: str, expected_col: str, id_col: str | None
-) -> dict[str, str]:
-    """How rows were scored, as params (and in a results file's metadata); booleans spelled as
-    the MLproject spells them (``true``/``false``)."""
-    values: dict[str, Any] = {
-        **options.as_dict(),
-        "output_col": output_col,
-        "expected_col": expected_col,
-        "id_col": id_col or "",
-    }
-    return {
-        f"{PREFIX}/{k}": str(v).lower() if isinstance(v, bool) else str(v)
-        for k, v in values.items()
-    }
-
-
-def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
-    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
-    pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
-    values = dict(aggregates)
-    if "pass_rate" in values and "n_rows" in values:
-        values["pass_rate_stderr"] = pass_rate_stderr(values["pass_rate"], values["n_rows"])
-    return {f"{PREFIX}/{k}": float(v) for k, v in values.items() if not math.isnan(v)}
-
-
-def tags(evaluation: Evaluation) -> dict[str, str]:
-    """Run tags: the description, the input, the engine, and the gate when there is one."""
-    values = {
-        "mlflow.note.content": evaluation.description(),
-        f"{PREFIX}.input": evaluation.source,
-        f"{PREFIX}.engine": evaluation.engine,
-    }
-    if evaluation.gate is not None:
-        values[f"{PREFIX}.gate"] = evaluation.gate
-    return values
-
-
-def table_for_ui(results: pd.DataFrame, id_col: str | None) -> pd.DataFrame:
-    """The results ordered for reading: id, label, score, the numbers read, then the input."""
-    first = [id_col] if id_col else []
-    first += ["label", "score", "output_value", "expected_value", "abs_error", "passed"]
-    return results[first + [c for c in results.columns if c not in first]]
 
 
 def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any:
@@ -363,82 +253,71 @@ def log_evaluation(
     default_run_name: str | None = None,
     experiment_name: str | None = None,
 ) -> str:
-    """Log params, metrics, the input as a dataset and the results to an MLflow run; its id.
+    """Log params, metrics, tags, the input as a dataset and the results to an MLflow run; its
+    id.
 
-    The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. ``results`` (the
-    per-item frame) is logged as a table when not ``None``, and ``input_frame`` is then the whole
-    input; otherwise ``input_frame`` is the input's first rows, and only its schema is logged.
-    The complete Parquet copy is read from ``evaluation.results_dir``. A tracking failure raises
-    `TrackingError`, and the run, when it was started, is marked FAILED.
+    The run is the one ``mlflow run`` started (``MLFLOW_RUN_ID``) or a new one. Params, metrics
+    and tags go in one ``log_batch``; each value once (`new_params`). ``results`` (the per-item
+    frame) is logged as a table when not ``None``, and ``input_frame`` is then the whole input;
+    otherwise ``input_frame`` is the input's first rows, and only its schema is logged. The
+    complete Parquet copy and the summaries are read from ``evaluation.results_dir`` and logged
+    under ``numeric_diff/``; each plot is logged once at the artifact root (the compare-runs page
+    shows only those) and once as an image with a key (the chart view of compared runs). A
+    tracking failure raises `TrackingError`, and the run, when it was started, is marked FAILED.
     """
     import mlflow
+    from mlflow.entities import Metric, Param, RunTag
 
+    what = "log to MLflow"
     results_file = evaluation.results_dir / RESULTS_PARQUET
-    with (
-        deadline("log to MLflow") as arm,
-        mlflow_run(
-            run_name=run_name, default_run_name=default_run_name, experiment_name=experiment_name
-        ) as run,
-    ):
-        arm()
-        mlflow.log_params(params(evaluation))
-        arm()
-        mlflow.log_metrics(metrics(evaluation.aggregates))
-        arm()
-        mlflow.set_tags(tags(evaluation))
+    with mlflow_run(
+        run_name=run_name, default_run_name=default_run_name, experiment_name=experiment_name
+    ) as run:
+        run_id = str(run.info.run_id)
+        client = mlflow.MlflowClient()
+        logged = run.data.params  # a run `mlflow run` started holds its parameters
+        now = int(time.time() * 1000)
+        within(
+            what,
+            client.log_batch,
+            run_id,
+            metrics=[Metric(k, v, now, 0) for k, v in metrics(evaluation.aggregates).items()],
+            params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
+            tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
+        )
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
-        arm()
-        mlflow.log_input(dataset, context="evaluation")
-        arm(upload_seconds(results_file))
-        mlflow.log_artifact(str(results_file), artifact_path=PREFIX)
+        within(what, mlflow.log_input, dataset, context="evaluation")
+        plots = [r for r in evaluation.reports if r.name in PLOTS]
+        for path in [results_file, *(r for r in evaluation.reports if r not in plots)]:
+            within(what, client.log_artifact, run_id, str(path), PREFIX, extra=upload_seconds(path))
         if results is not None:
-            arm(results.memory_usage(deep=True).sum() / 2**20)
-            mlflow.log_table(
+            within(
+                what,
+                client.log_table,
+                run_id,
                 data=table_for_ui(results, evaluation.id_col),
                 artifact_file=f"{PREFIX}/{RESULTS_JSON}",
+                extra=results.memory_usage(deep=True).sum() / 2**20,
             )
-        for report in evaluation.reports:
-            arm(upload_seconds(report))
-            mlflow.log_artifact(str(report), artifact_path=PREFIX)
-        _log_plots([r for r in evaluation.reports if r.suffix == ".png"], arm)
-        arm()
-    return str(run.info.run_id)
+        _log_plots(client, run_id, plots)
+    return run_id
 
 
-def _log_plots(plots: list[Path], arm: Callable[..., None]) -> None:
-    """The plots where compared runs show them side by side: at the artifact root (the compare
-    page lists only those) and as images with a key (the chart view)."""
-    import mlflow
+def _log_plots(client: Any, run_id: str, plots: list[Path]) -> None:
+    """Each plot once where compared runs show it side by side (the compare page lists only
+    root artifacts), and once as an image with a key (the chart view)."""
     from PIL import Image
 
+    what = "log to MLflow"
     for plot in plots:
-        arm(upload_seconds(plot))
-        mlflow.log_artifact(str(plot))
-        arm(upload_seconds(plot))
+        within(what, client.log_artifact, run_id, str(plot), extra=upload_seconds(plot))
         with Image.open(plot) as image:
-            mlflow.log_image(image.convert("RGB"), key=f"{PREFIX}/{plot.stem}", step=0)
+            rgb = image.convert("RGB")
+        key = f"{PREFIX}/{plot.stem}"
+        within(what, client.log_image, run_id, rgb, key=key, step=0, extra=upload_seconds(plot))
 
 
 # --- reading a run's results, and logging a comparison ------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunResults:
-    """The per-item results of one run (or one local Parquet file) and what it was scored with."""
-
-    frame: pd.DataFrame
-    source: str
-    params: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def id_col(self) -> str | None:
-        return self.params.get(f"{PREFIX}/id_col") or None
-
-    @property
-    def options(self) -> dict[str, str]:
-        """The scoring options it was made with, as recorded (empty when unknown)."""
-        recorded = {name: self.params.get(f"{PREFIX}/{name}") for name in OPTION_NAMES}
-        return {name: value for name, value in recorded.items() if value is not None}
 
 
 _NOT_THERE = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
@@ -452,47 +331,45 @@ def load_results(ref: str) -> RunResults:
         if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
             raise InputError(f"results file not found: {ref!r}")
         try:
-            return _local_results(path, ref)
+            return read_local(path, ref)
         except (OSError, ValueError, pa.ArrowException) as exc:  # a bad or foreign file
             raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
 
     import mlflow
+
+    what = f"read run {ref!r}"
+    client = mlflow.MlflowClient()
+    run = within(what, _not_there_is_input, ref, client.get_run, ref)
+    files = within(what, _not_there_is_input, ref, client.list_artifacts, ref, PREFIX)
+    size = sum(f.file_size or 0 for f in files) / 2**20
+    with tempfile.TemporaryDirectory(prefix="numdiff-compare-") as folder:
+        local = within(
+            what,
+            _not_there_is_input,
+            ref,
+            mlflow.artifacts.download_artifacts,
+            run_id=ref,
+            artifact_path=f"{PREFIX}/{RESULTS_PARQUET}",
+            dst_path=folder,
+            extra=size,
+        )
+        frame = pd.read_parquet(local)
+    return RunResults(frame, ref, recorded(run.data.params))
+
+
+def _not_there_is_input(ref: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call``, where a run or artifact that is not there is the user's `InputError`."""
     from mlflow.exceptions import MlflowException
 
-    with deadline(f"read run {ref!r}") as arm, mlflow_errors(f"read run {ref!r}"):
-        try:
-            client = mlflow.MlflowClient()
-            run = client.get_run(ref)
-            arm()
-            sizes = [f.file_size or 0 for f in client.list_artifacts(ref, PREFIX)]
-            arm(sum(sizes) / 2**20)
-            with tempfile.TemporaryDirectory(prefix="numdiff-compare-") as folder:
-                local = mlflow.artifacts.download_artifacts(
-                    run_id=ref, artifact_path=f"{PREFIX}/{RESULTS_PARQUET}", dst_path=folder
-                )
-                frame = pd.read_parquet(local)
-        except MlflowException as exc:
-            if exc.error_code not in _NOT_THERE:
-                raise  # the server failed, not the run: a tracking failure
-            raise InputError(
-                f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}): "
-                f"{first_line(exc)}"
-            ) from exc
-    return RunResults(frame, ref, dict(run.data.params))
-
-
-def _local_results(path: Path, ref: str) -> RunResults:
-    """A results file (its id column in its metadata) or folder (in `RESULTS_METADATA`)."""
-    if path.is_dir():
-        files = sorted(str(p) for p in path.glob("*.parquet"))
-        table = ds.dataset(files, format="parquet").to_table()
-        sidecar = path / RESULTS_METADATA
-        recorded = json.loads(sidecar.read_text()) if sidecar.exists() else {}
-    else:
-        table = pq.read_table(path)
-        recorded = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    params = {k: v for k, v in recorded.items() if k.startswith(f"{PREFIX}/")}
-    return RunResults(table.to_pandas(), ref, params)
+    try:
+        return call(*args, **kwargs)
+    except MlflowException as exc:
+        if exc.error_code not in _NOT_THERE:
+            raise  # the server failed, not the run: a tracking failure
+        raise InputError(
+            f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}): "
+            f"{first_line(exc)}"
+        ) from exc
 
 
 def log_comparison(
@@ -519,12 +396,21 @@ def log_comparison(
             "compare/n_improved": test["n_improved"],
         }
     )
+    from mlflow.entities import Metric, Param
+
     name = f"compare {a[:8]} {b[:8]}"
-    with (
-        deadline("log to MLflow"),
-        mlflow_run(run_name=name, experiment_name=experiment_name) as run,
-    ):
-        mlflow.log_params({"compare/run_a": a, "compare/run_b": b})
-        mlflow.log_metrics(metrics)
-        mlflow.log_text(json.dumps(summary, indent=2), "compare/comparison.json")
-        return str(run.info.run_id)
+    what = "log to MLflow"
+    with mlflow_run(run_name=name, experiment_name=experiment_name) as run:
+        run_id = str(run.info.run_id)
+        client = mlflow.MlflowClient()
+        now = int(time.time() * 1000)
+        within(
+            what,
+            client.log_batch,
+            run_id,
+            metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+            params=[Param("compare/run_a", a), Param("compare/run_b", b)],
+        )
+        text = json.dumps(summary, indent=2)
+        within(what, client.log_text, run_id, text, "compare/comparison.json")
+        return run_id

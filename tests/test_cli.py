@@ -357,9 +357,10 @@ def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -
     proc = numdiff_process("score", "-q", env=env, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.count("\n") == 1
-    results = Path(proc.stdout.strip())
-    assert results.name == "results.parquet" and results.parent.parent == tmp_path
-    assert len(pd.read_parquet(results)) == len(pd.read_csv(sample_path()))
+    # Logged: the temporary folder is gone, and the results are where the run keeps them.
+    results = proc.stdout.strip()
+    assert results.startswith("runs:/") and results.endswith("/numeric_diff/results.parquet")
+    assert not list(tmp_path.glob("numdiff-results-*"))
 
 
 def test_compare_says_the_presets_differ(tracking_uri: str, tmp_path: Path) -> None:

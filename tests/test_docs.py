@@ -20,8 +20,6 @@ SHARED_SPEC = ROOT.parent / "shared" / "SPEC.md"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-CORE = {"errors", "options", "scoring", "aggregate", "hints"}  # reading: tests/test_reading_spec.py
-ENGINES = {"pandas_engine", "spark"}
 FILES = {"os", "io", "pathlib", "tempfile", "shutil", "glob"}
 OUTSIDE_THE_CORE = {"mlflow", "click", "pyspark", "py4j", "matplotlib", "pydantic"}
 
@@ -71,24 +69,98 @@ def test_link_parser(tmp_path: Path) -> None:
     assert links(page) == ["docs/SPEC.md", "x.png", "#top", "ref.md"]
 
 
-# --- imports ------------------------------------------------------------------------------------
+# --- imports: the rules are read from docs/architecture.md, the imports from the source ----------
+
+
+def _table(heading: str) -> list[list[str]]:
+    """The rows of the first Markdown table after the line starting with ``heading``."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    after = text[text.index(heading) :].splitlines()
+    start = next(i for i, line in enumerate(after) if line.startswith("|"))
+    rows = []
+    for line in after[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows[2:]  # past the header and the --- line
+
+
+_NAMED = re.compile(r"^`(\w+)(?:\.py|/)`$")
+_GROUP = re.compile(r"^\*\*(.+)\*\*$")
+
+
+@cache
+def rules() -> dict[str, set[str]]:
+    """Each module of the map, and the modules it may import (``core`` expanded)."""
+    raw: dict[str, list[str]] = {}
+    for cells in _table("All modules are in"):
+        named = _NAMED.match(cells[0])
+        if named:
+            raw[named.group(1)] = [w.strip() for w in cells[2].split(",") if w.strip()]
+    core = groups()["core"]
+    found: dict[str, set[str]] = {}
+    for module, words in raw.items():
+        allowed = set()
+        for word in words:
+            if word == "core":
+                allowed |= core
+            elif word == "anything":
+                allowed |= set(raw)
+            elif word != "nothing":
+                assert word in raw, f"docs/architecture.md: {module} may import {word!r}?"
+                allowed.add(word)
+        found[module] = allowed
+    return found
+
+
+@cache
+def groups() -> dict[str, set[str]]:
+    """The modules under each bold heading row of the map (``core``, ``the job``...)."""
+    found: dict[str, set[str]] = {}
+    group = ""
+    for cells in _table("All modules are in"):
+        heading, named = _GROUP.match(cells[0]), _NAMED.match(cells[0])
+        if heading:
+            group = heading.group(1)
+        elif named:
+            found.setdefault(group, set()).add(named.group(1))
+    return found
+
+
+@cache
+def only_in() -> dict[str, set[str]]:
+    """Each outside package of the map, and the only modules that may import it."""
+    return {
+        cells[0]: {w.strip() for w in cells[1].split(",")}
+        for cells in _table("Packages from outside that only some modules may import")
+    }
+
+
+def _files(module: str) -> list[Path]:
+    single = PACKAGE / f"{module}.py"
+    return [single] if single.exists() else sorted((PACKAGE / module).rglob("*.py"))
 
 
 @cache
 def tree(module: str) -> ast.Module:
-    return ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    body: list[ast.stmt] = []
+    for path in _files(module):
+        body += ast.parse(path.read_text(encoding="utf-8")).body
+    return ast.Module(body=body, type_ignores=[])
 
 
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
+MODULES = sorted(
+    [p.stem for p in PACKAGE.glob("*.py")] + [p.parent.name for p in PACKAGE.glob("*/__init__.py")]
+)
 
 
 def _type_checking_only(module: str) -> set[int]:
-    """Line numbers of the imports under ``if TYPE_CHECKING:`` (types only, never run)."""
-    lines: set[int] = set()
+    """The import nodes under ``if TYPE_CHECKING:`` (types only, never run)."""
+    found: set[int] = set()
     for node in ast.walk(tree(module)):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)}
-    return lines
+            found |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return found
 
 
 def imports(module: str, *, types: bool = False) -> set[str]:
@@ -98,7 +170,7 @@ def imports(module: str, *, types: bool = False) -> set[str]:
     skip = set() if types else _type_checking_only(module)
     found: set[str] = set()
     for node in ast.walk(tree(module)):
-        if getattr(node, "lineno", None) in skip:
+        if id(node) in skip:
             continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
@@ -107,16 +179,16 @@ def imports(module: str, *, types: bool = False) -> set[str]:
             if node.module == "numdiff_component":  # from numdiff_component import scoring
                 found |= {f"numdiff_component.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level:
-            raise AssertionError(f"{module}.py: use absolute imports")
+            raise AssertionError(f"{module}: use absolute imports")
     return found
 
 
 def own(module: str) -> set[str]:
-    """The package's modules that ``module`` imports (at run time)."""
+    """The package's other modules that ``module`` imports (at run time)."""
     names = {
         name.split(".")[1] for name in imports(module) if name.startswith("numdiff_component.")
     }
-    return names & set(MODULES)
+    return (names & set(MODULES)) - {module}
 
 
 def outside(module: str) -> set[str]:
@@ -129,31 +201,57 @@ def calls(module: str) -> set[str]:
     return {ast.unparse(node.func) for node in ast.walk(tree(module)) if isinstance(node, ast.Call)}
 
 
-@pytest.mark.parametrize("module", sorted(CORE))
-def test_core_imports_only_the_core_and_no_mlflow_click_or_files(module: str) -> None:
-    assert own(module) <= CORE, f"{module}.py imports {own(module) - CORE}"
+def test_the_map_names_every_module_and_nothing_else() -> None:
+    assert set(rules()) == set(MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_modules_import_what_the_architecture_says(module: str) -> None:
+    allowed = rules()[module]
+    assert own(module) <= allowed, f"{module} imports {own(module) - allowed}"
+
+
+def test_outside_packages_are_imported_only_where_the_architecture_says() -> None:
+    for package, allowed in only_in().items():
+        found = {m for m in MODULES if package in outside(m)}
+        assert found <= allowed, f"{package} imported by {found - allowed}"
+
+
+def test_no_import_goes_round_in_a_circle() -> None:
+    """The imports, type-only ones included, form no cycle: no arrow goes back up."""
+    graph = {
+        m: {n for n in MODULES if f"numdiff_component.{n}" in imports(m, types=True)} - {m}
+        for m in MODULES
+    }
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join((*path, module))
+        if module in done:
+            return
+        for following in sorted(graph[module]):
+            visit(following, (*path, module))
+        done.add(module)
+
+    for module in MODULES:
+        if module not in {"__init__", "cli", "__main__", "model_code"}:  # the entry points
+            visit(module, ())
+
+
+def test_the_rule_reader() -> None:
+    """The map is read as written: core is the five core modules, the job may name engines."""
+    assert groups()["core"] == {"errors", "options", "reading", "scoring", "aggregate", "hints"}
+    assert {"pandas_engine", "spark"} <= rules()["job"]
+    assert "job" not in rules()["spark"] and "job" not in rules()["pandas_engine"]
+    assert only_in()["mlflow"] >= {"tracking", "evaluate"}
+    assert {"pandas_engine", "spark"} <= own("job")  # inside engine_for
+    assert "numdiff_component.request" in imports("spark")
+
+
+@pytest.mark.parametrize("module", sorted(groups()["core"]))
+def test_core_does_no_file_or_outside_work(module: str) -> None:
     assert not outside(module) & (OUTSIDE_THE_CORE | FILES), outside(module)
     assert "open" not in calls(module)
-
-
-@pytest.mark.parametrize(
-    ("module", "allowed"),
-    [
-        ("report", CORE),
-        ("compare", CORE),
-        ("compare_render", CORE | {"compare"}),
-        ("tracking", CORE),
-        ("evaluate", CORE),
-        ("pyfunc", CORE | {"tracking"}),
-        ("model_code", {"pyfunc"}),
-        ("tables", {"errors"}),
-        ("pandas_engine", CORE | {"tables"}),
-        ("spark", CORE | {"tables"}),
-        ("job", CORE | {"tables", "report", "tracking"} | ENGINES),
-    ],
-)
-def test_modules_import_what_the_architecture_says(module: str, allowed: set[str]) -> None:
-    assert own(module) <= allowed, f"{module}.py imports {own(module) - allowed}"
 
 
 def test_compare_is_pure() -> None:
@@ -162,14 +260,10 @@ def test_compare_is_pure() -> None:
         assert "open" not in calls(module)
 
 
-def test_no_engine_imports_another_engine() -> None:
-    for engine in ENGINES:
-        assert not own(engine) & (ENGINES - {engine}), engine
-
-
 def test_job_is_engine_neutral() -> None:
     """The job imports an engine only inside `engine_for`, and never Spark, MLflow or click."""
     assert not outside("job") & {"pyspark", "py4j", "mlflow", "click"}
+    engines = groups()["the job"] - {"job"}
     for node in tree("job").body:
         if isinstance(node, ast.FunctionDef) and node.name == "engine_for":
             continue
@@ -179,19 +273,7 @@ def test_job_is_engine_neutral() -> None:
             if isinstance(inner, ast.ImportFrom) and inner.module
             for name in (inner.module, *(alias.name for alias in inner.names))
         }
-        assert not named & ENGINES, f"job.py line {node.lineno} imports an engine"
-
-
-def test_only_the_boundaries_import_mlflow_click_and_spark() -> None:
-    users = {
-        "mlflow": {"tracking", "evaluate", "pyfunc", "model_code", "tables"},
-        "click": {"cli"},
-        "pyspark": {"spark"},
-        "py4j": {"spark"},
-    }
-    for package, allowed in users.items():
-        found = {m for m in MODULES if package in outside(m)}
-        assert found <= allowed, f"{package} imported by {found - allowed}"
+        assert not named & engines, f"job.py line {node.lineno} imports an engine"
 
 
 def test_runs_start_and_end_only_in_tracking() -> None:
@@ -199,7 +281,7 @@ def test_runs_start_and_end_only_in_tracking() -> None:
         if module == "tracking":
             continue
         started = {c for c in calls(module) if c.endswith((".start_run", ".end_run"))}
-        assert not started, f"{module}.py: {started}"
+        assert not started, f"{module}: {started}"
 
 
 def test_only_the_cli_prints_or_exits() -> None:
@@ -208,13 +290,15 @@ def test_only_the_cli_prints_or_exits() -> None:
         if module == "cli":
             assert {"sys.exit", "click.echo"} <= calls(module)
             continue
-        assert not calls(module) & forbidden, f"{module}.py: {calls(module) & forbidden}"
+        assert not calls(module) & forbidden, f"{module}: {calls(module) & forbidden}"
 
 
-def test_import_reader() -> None:
-    assert "numdiff_component.job" in imports("spark", types=True)
-    assert "job" not in own("spark")  # only under TYPE_CHECKING
-    assert {"pandas_engine", "spark"} <= own("job")  # inside engine_for
+def test_html_report_comes_from_an_autoescaping_template() -> None:
+    from numdiff_component.report_render import _environment
+
+    assert _environment(True).autoescape is True
+    assert (PACKAGE / "templates" / "report.html.j2").is_file()
+    assert "<html" not in (PACKAGE / "report.py").read_text()  # no page built by hand
 
 
 # --- the architecture document and the public API -----------------------------------------------
@@ -222,7 +306,7 @@ def test_import_reader() -> None:
 
 def test_architecture_names_every_module() -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    missing = [m for m in MODULES if f"`{m}.py`" not in text]
+    missing = [m for m in MODULES if f"`{m}.py`" not in text and f"`{m}/`" not in text]
     assert not missing, f"docs/architecture.md does not describe {missing}"
 
 

@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import pickle
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ from numdiff_component.errors import InputError
 from numdiff_component.job import JobConfig, run_job
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, open_table
-from tests.conftest import invoke, numdiff_process
+from tests.conftest import invoke, numdiff_process, one_line_error
 
 PACKAGE = Path(numdiff_component.__file__).parent
 
@@ -324,3 +326,147 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
     )
     assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
     assert os.listdir(tmp_path / "cwd") == [] and os.listdir(tmp_path / "tmp") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A tracking store that fails, or a setting that cannot work: one line, exit 2 or 3 (issue 16.6)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("NUMDIFF_TRACKING_TIMEOUT", "inf"),
+        ("NUMDIFF_TRACKING_TIMEOUT", "1e308"),
+        ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "abc"),
+    ],
+)
+def test_a_bad_tracking_setting_is_exit_2_before_any_work(
+    name: str, value: str, tracking_uri: str, tmp_path: Path
+) -> None:
+    done = numdiff_process(
+        "score", "--quiet", "--results-dir", str(tmp_path / "res"), env={name: value}
+    )
+    one_line_error(done, 2, name, repr(value))
+    assert not (tmp_path / "res" / "results.parquet").exists()  # said before scoring
+
+
+def _store_failure(done: subprocess.CompletedProcess[str], results: Path) -> None:
+    line = one_line_error(done, 3, "could not")
+    assert str(results / "results.parquet") in line  # the complete results are named
+    assert (results / "results.parquet").is_file()
+
+
+def test_a_tracking_uri_naming_a_file_that_is_not_a_database_is_exit_3(tmp_path: Path) -> None:
+    store = tmp_path / "notes.db"
+    store.write_text("not a database\n" * 100)
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{store}"}
+    done = numdiff_process("score", "--quiet", "--results-dir", str(tmp_path / "res"), env=env)
+    _store_failure(done, tmp_path / "res")
+    assert store.read_text() == "not a database\n" * 100  # the user's file is left alone
+
+
+def test_a_locked_sqlite_store_is_exit_3(tracking_uri: str, tmp_path: Path) -> None:
+    store = tracking_uri.removeprefix("sqlite:///")
+    lock = sqlite3.connect(store, isolation_level=None)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")  # a real lock held by another connection
+        env = {"NUMDIFF_TRACKING_TIMEOUT": "20"}
+        done = numdiff_process("score", "--quiet", "--results-dir", str(tmp_path / "res"), env=env)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    _store_failure(done, tmp_path / "res")
+
+
+# ---------------------------------------------------------------------------------------------
+# A reused results folder: only what a job can prove an earlier job wrote is replaced, and a
+# failed job removes nothing (issue 16.1); the claim is never a link (issue 16.2)
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_a_file_the_user_put_after_a_job_is_never_replaced(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    (tmp_path / "summary.md").write_text("my own summary")  # same name, the user's content
+    done = invoke("score", "--results-dir", str(tmp_path))
+    one_line_error(done, 2, "holds 'summary.md', which no numdiff job wrote (or which changed")
+    assert (tmp_path / "summary.md").read_text() == "my own summary"
+
+
+def test_a_failed_job_removes_nothing(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    before = _contents(tmp_path)
+    done = invoke("score", "--results-dir", str(tmp_path), "--output-col", "missing")
+    one_line_error(done, 2, "missing")
+    assert _contents(tmp_path) == before  # every earlier output still there, byte for byte
+
+
+def test_a_later_job_replaces_what_an_earlier_job_wrote(tmp_path: Path) -> None:
+    run_job(JobConfig(results_dir=str(tmp_path), track=False))
+    run_job(JobConfig(results_dir=str(tmp_path), track=False, plots=False))
+    assert sorted(_contents(tmp_path)) == [".numdiff", "results.parquet"]  # nothing stale
+    claim = json.loads((tmp_path / ".numdiff").read_text())
+    assert set(claim["outputs"]) == {"results.parquet"}  # proof of what it wrote
+
+
+def test_a_claim_that_is_a_link_is_refused_and_never_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "res"
+    folder.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("do not touch")
+    (folder / ".numdiff").symlink_to(target)
+    done = numdiff_process("score", "--results-dir", str(folder))  # a real process
+    one_line_error(done, 2, "is a symbolic link, which numdiff never follows")
+    assert target.read_text() == "do not touch"
+    assert (folder / ".numdiff").is_symlink() and sorted(os.listdir(folder)) == [".numdiff"]
+
+
+@pytest.mark.parametrize("kind", ["text", "folder", "fifo"])
+def test_a_claim_numdiff_did_not_write_is_refused(kind: str, tmp_path: Path) -> None:
+    claim = tmp_path / ".numdiff"
+    if kind == "text":
+        claim.write_text("my notes on numdiff")
+    elif kind == "folder":
+        claim.mkdir()
+    else:
+        os.mkfifo(claim)
+    done = invoke("score", "--results-dir", str(tmp_path))
+    one_line_error(done, 2, "not a file numdiff wrote")
+    if kind == "text":
+        assert claim.read_text() == "my notes on numdiff"
+    assert sorted(os.listdir(tmp_path)) == [".numdiff"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Two signals close together: no partial output, and the message and the code agree (16.3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gap_ms", [1, 5, 20, 50])
+def test_sigint_then_sigterm_leave_no_partial_file(gap_ms: int, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from tests.conftest import BOUND, MODULE
+
+    source = tmp_path / "big.csv"
+    rows = 600_000
+    pd.DataFrame({"output": np.arange(rows).astype(str), "expected": np.arange(rows)}).to_csv(
+        source, index=False
+    )
+    folder = tmp_path / "res"
+    args = [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = folder / ".results.parquet.partial"
+    deadline = time.monotonic() + BOUND
+    while not partial.exists() and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    time.sleep(gap_ms / 1000)
+    process.send_signal(signal.SIGTERM)
+    done = subprocess.CompletedProcess(args, process.wait(timeout=BOUND), *process.communicate())
+    one_line_error(done, 130, "stopped by SIGINT; no partial file is left")
+    assert sorted(os.listdir(folder)) == [".numdiff"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +15,8 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
-from tests.conftest import write_table
+from numdiff_component.report_render import markdown, text
+from tests.conftest import BIN, BOUND, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +80,7 @@ def test_large_table_skips_the_json_copy_but_keeps_every_row(
     client = MlflowClient()
     names = {f.path for f in client.list_artifacts(outcome.run_id, "numeric_diff")}
     assert "numeric_diff/results.parquet" in names and "numeric_diff/results.json" not in names
-    assert {"numeric_diff/summary.md", "numeric_diff/score_histogram.png"} <= names
+    assert "numeric_diff/summary.md" in names
     assert (
         len(
             pd.read_parquet(
@@ -100,13 +105,13 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     n_passed = round(agg["pass_rate"] * N)
     description = run.data.tags["mlflow.note.content"]
     assert f"Mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
-    assert f"passed {n_passed} of {N} rows" in description and source in description
+    assert f"passed {n_passed} of {N} rows" in description and markdown(source) in description
     assert run.data.tags["numeric_diff.input"] == source  # absolute, as given here
     assert run.data.tags["numeric_diff.engine"] == "pandas"
     assert run.data.tags["numeric_diff.gate"] == ("passed" if agg["pass_rate"] >= 0.5 else "failed")
     assert run.info.run_name == "numdiff preds.csv"
-    assert run.data.params["numeric_diff/predictions"] == source
-    assert run.data.params["numeric_diff/decimal_comma"] == "false"  # as the MLproject spells it
+    assert run.data.params["predictions"] == source
+    assert run.data.params["decimal_comma"] == "false"  # as the MLproject spells it
     rate = agg["pass_rate"]
     assert run.data.metrics["numeric_diff/pass_rate_stderr"] == pytest.approx(
         (rate * (1 - rate) / (N - 1)) ** 0.5
@@ -154,3 +159,68 @@ def test_a_note_names_the_preset_that_would_read_the_answers(
         assert "--preset answers" in summary and note in description  # summary: escaped
     else:  # reading the final answer: nothing to say
         assert outcome.evaluation.notes == () and "--preset" not in summary + description
+
+
+def test_each_plot_is_stored_once_where_the_ui_shows_it(tmp_path: Path, tracking_uri: str) -> None:
+    """At the artifact root (the compare-runs page lists only those) and as a keyed image (the
+    chart view of compared runs); no third copy. Params: each value once, no prefix."""
+    source = str(write_table(TABLE, tmp_path / "preds.csv"))
+    outcome = run_job(JobConfig(predictions=source, results_dir=str(tmp_path / "res")))
+    client = MlflowClient()
+    run_id = str(outcome.run_id)
+    root = {f.path for f in client.list_artifacts(run_id)}
+    assert {"score_histogram.png", "output_vs_expected.png"} <= root
+    inside = {f.path for f in client.list_artifacts(run_id, "numeric_diff")}
+    assert not {p for p in inside if p.endswith(".png")}
+    images = [f.path for f in client.list_artifacts(run_id, "images")]
+    assert len([p for p in images if p.endswith(".png")]) == 2  # one per key
+    params = client.get_run(run_id).data.params
+    assert params["predictions"] == source and params["threshold"] == "0.99"
+    assert not [k for k in params if k.startswith("numeric_diff/")]
+
+
+def _score_in_a_fresh_temp_folder(
+    tmp_path: Path, uri: str
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "MLFLOW_TRACKING_URI": uri}
+    env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    command = [sys.executable, "-m", "numdiff_component", "score", "--quiet"]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=BOUND)
+    return temp, proc
+
+
+def test_a_logged_run_leaves_nothing_in_the_temporary_folder(
+    tmp_path: Path, tracking_uri: str
+) -> None:
+    temp, proc = _score_in_a_fresh_temp_folder(tmp_path, tracking_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(temp.glob("numdiff-results-*"))
+    run_id = proc.stdout.strip().split("/")[1]  # runs:/<id>/numeric_diff/results.parquet
+    assert proc.stdout.strip() == f"runs:/{run_id}/numeric_diff/results.parquet"
+    assert MlflowClient().get_run(run_id).info.status == "FINISHED"
+
+
+def test_results_stay_in_the_temporary_folder_when_logging_failed(tmp_path: Path) -> None:
+    temp, proc = _score_in_a_fresh_temp_folder(tmp_path, "http://127.0.0.1:9")  # nothing there
+    assert proc.returncode == 3, proc.stderr
+    (kept,) = temp.glob("numdiff-results-*")
+    assert (kept / "results.parquet").is_file()
+    assert str(kept / "results.parquet") in proc.stderr
+
+
+def test_the_run_description_shows_a_hostile_file_name_as_text(
+    tmp_path: Path, tracking_uri: str
+) -> None:
+    """A backtick in the input's name must not end a code span and turn the rest into a link,
+    an image, a heading or HTML (issue 16.15)."""
+    name = "a`b](javascript:x) ![i](javascript:y)\n# PASSED <b>x.csv"  # no "/" in a name
+    source = str(write_table(TABLE, tmp_path / name))
+    outcome = run_job(JobConfig(predictions=source, results_dir=str(tmp_path / "res")))
+    description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
+    (line,) = [line for line in description.splitlines() if line.startswith("Input: ")]
+    assert line == f"Input: {markdown(text(source, None))}"  # one line, as summary.md shows it
+    assert not re.search(r"(?<!\\)[`\[\]()<>!]", line.removeprefix("Input: "))
+    assert not [x for x in description.splitlines() if x.startswith("#")]

@@ -6,12 +6,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import click
 import pandas as pd
 import pytest
-import tomllib
 import yaml
 from mlflow import MlflowClient
 from mlflow.entities import Run
@@ -106,7 +106,7 @@ def _check_run(run_id: str, n_rows: int, dataset_name: str) -> pd.DataFrame:
     for name in HEADLINE:
         assert f"numeric_diff/{name}" in run.data.metrics
     assert run.data.metrics["numeric_diff/n_rows"] == n_rows
-    assert run.data.params["numeric_diff/threshold"] == "0.99"
+    assert run.data.params["threshold"] == "0.99"
     (dataset_input,) = run.inputs.dataset_inputs
     assert dataset_input.dataset.name == dataset_name
     assert [t.value for t in dataset_input.tags if t.key == "mlflow.data.context"] == ["evaluation"]
@@ -150,7 +150,7 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path:
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = _check_run(_run_id(proc.stdout), 3, "predictions")
     assert list(results["label"]) == ["pass", "fail", "unparseable"]
-    assert MlflowClient().get_run(_run_id(proc.stdout)).data.params["numeric_diff/id_col"] == "qid"
+    assert MlflowClient().get_run(_run_id(proc.stdout)).data.params["id_col"] == "qid"
 
 
 @pytest.mark.slow

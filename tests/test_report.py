@@ -26,8 +26,8 @@ from numdiff_component.report import (
     SCATTER_PNG,
     SUMMARY_MD,
     ReportBuilder,
-    axis_scale,
 )
+from numdiff_component.report_plots import axis_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}
@@ -106,15 +106,16 @@ def test_summary_has_headline_aggregates_options_and_the_planted_failures(
     assert f"{aggregates['mean_score_stderr']:.6g} |" in text
     rate_stderr = pass_rate_stderr(aggregates["pass_rate"], 300)
     assert f"| pass\\_rate | {aggregates['pass_rate']:.6g} | {rate_stderr:.6g} |" in text
-    assert "| threshold | 0.99 |" in text and "| pick | 'first' |" in text
-    assert "| id\\_col | 'id' |" in text
+    assert "| threshold | 0.99 |" in text and "| pick | first |" in text
+    assert "| id\\_col | id |" in text  # as the params say it, not a Python repr
     failing = text.split("## Failing rows (3 shown of 3, lowest scores first)")[1]
     table_rows = table(failing.split("## Unparseable")[0])
     # Only the three planted misses fail, lowest first: the sign flip (0), 0.01, then 0.75.
-    assert [row[:2] for row in table_rows] == [["150", "bad-2"], ["40", "bad-1"], ["260", "bad-3"]]
-    assert table_rows[0] == ["150", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
+    # Rows are numbered as a person counts them: the first row is 1.
+    assert [row[:2] for row in table_rows] == [["151", "bad-2"], ["41", "bad-1"], ["261", "bad-3"]]
+    assert table_rows[0] == ["151", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
     unparseable = text.split("## Unparseable rows (2 shown of 2)")[1]
-    assert "| 7 | r007 | no idea |" in unparseable and "| 8 | r008 | n/a |" in unparseable
+    assert "| 8 | r007 | no idea |" in unparseable and "| 9 | r008 | n/a |" in unparseable
 
 
 def table(markdown: str) -> list[list[str]]:
@@ -167,7 +168,8 @@ def test_summary_names_the_plots_instead_of_embedding_them(
     assert "![" not in text and "](" not in text
     assert (
         "The plots are in `report.html` (with everything in this summary), "
-        "`score_histogram.png` and `output_vs_expected.png`."
+        "`score_histogram.png` and `output_vs_expected.png` (beside this file; in an MLflow "
+        "run, at the root of the run's artifacts)."
     ) in text
 
 
@@ -230,7 +232,7 @@ def test_html_report_is_self_contained_with_the_summary_content(
     )
     for expected in (
         "preds.csv", "300 rows (2 unparseable)", f"{aggregates['pass_rate']:.6g}",
-        f"{pass_rate_stderr(aggregates['pass_rate'], 300):.6g}", "threshold", "'first'",
+        f"{pass_rate_stderr(aggregates['pass_rate'], 300):.6g}", "threshold", "first",
         "id_col", "Failing rows (3 shown of 3, lowest scores first)", "bad-2",
         "Unparseable rows (2 shown of 2)", "no idea",
     ):  # fmt: skip
@@ -293,7 +295,8 @@ def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
     assert png_size(paths[0]) == (800, 450) and png_size(paths[1]) == (650, 650)
     text = paths[2].read_text()
     n_unparseable = int((results["label"] == "unparseable").sum())
-    assert f"{len(results):,} rows ({n_unparseable:,} unparseable)" in text
+    rows = "row" if len(results) == 1 else "rows"  # "1 row", as a person writes it
+    assert f"{len(results):,} {rows} ({n_unparseable:,} unparseable)" in text
     if n_unparseable == len(results):
         assert "No row with a number on both sides failed." in text
         assert "| mae | n/a |" in text
@@ -401,7 +404,7 @@ def test_hostile_cells_are_inert_text_in_the_summary(hostile: tuple[str, str]) -
     source = lines[7].removeprefix("Input: ").removesuffix(", 12 rows (2 unparseable).")
     assert unmarkdown(source) == HOSTILE_SOURCE
     options = table(summary.split("## Options")[1].split("## Plots")[0])
-    assert [unmarkdown(row[1]) for row in options[-3:]] == [repr(c) for c in HOSTILE_COLUMNS]
+    assert [unmarkdown(row[1]) for row in options[-3:]] == list(HOSTILE_COLUMNS)
     user_text = [source, *lines[4:6], *(cell for row in rows + options for cell in row)]
     for text in user_text:
         assert not re.search(r"[`*_~\[\]()!<>&:@\\|]|(?<![0-9])\.|\.(?![0-9])", inert(text)), text
@@ -416,7 +419,7 @@ def test_hostile_cells_are_escaped_text_in_the_html_report(hostile: tuple[str, s
         assert parser.text.count(f"1e9 {shown(attack)}") == 1
     assert HOSTILE_SOURCE in parser.text
     for column in HOSTILE_COLUMNS:
-        assert repr(column) in parser.text
+        assert column in parser.text
 
 
 def test_notes_show_under_the_headline_in_both_reports(hostile: tuple[str, str]) -> None:

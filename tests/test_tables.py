@@ -30,7 +30,6 @@ from numdiff_component.tables import (
     StreamBroken,
     Table,
     is_remote,
-    load_table,
     local_path,
     open_table,
 )
@@ -42,6 +41,15 @@ ROWS = pd.DataFrame(
         "expected": [f"{i}.5" for i in range(23)],
     }
 )
+
+
+def load_table(source: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+    """The whole table at ``source`` as one frame; `InputError` when it is empty."""
+    table = open_table(source, fmt)
+    frame = table.read()
+    if len(frame) == 0:
+        raise InputError(f"no rows to score in {table.source!r}")
+    return frame
 
 
 def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:

@@ -29,6 +29,7 @@ from numdiff_component.tracking import (
     metrics,
     mlflow_errors,
     mlflow_run,
+    new_params,
     params,
 )
 from tests.conftest import spec_table, tracking_server
@@ -57,24 +58,52 @@ def _evaluation(folder: Path, **changes: Any) -> tuple[Evaluation, pd.DataFrame]
 # --- names ---------------------------------------------------------------------------------------
 
 
-def test_params_are_the_options_and_columns_under_the_prefix(tmp_path: Path) -> None:
+def test_params_are_the_options_and_columns_named_as_the_mlproject_names_them(
+    tmp_path: Path,
+) -> None:
     evaluation, _ = _evaluation(tmp_path, id_col=None, engine="spark")
-    assert params(evaluation) == {
-        "numeric_diff/threshold": "0.9",
-        "numeric_diff/floor": "1.0",
-        "numeric_diff/decimal_comma": "false",  # as the MLproject spells it
-        "numeric_diff/pick": "last",
-        "numeric_diff/percent": "keep",
-        "numeric_diff/scale": "none",
-        "numeric_diff/thousands": "comma",
-        "numeric_diff/fractions": "false",
-        "numeric_diff/output_col": "output",
-        "numeric_diff/expected_col": "expected",
-        "numeric_diff/id_col": "",  # no id column: an empty param, not "None"
-        "numeric_diff/predictions": str(tmp_path / "spec.csv"),
-        "numeric_diff/engine": "spark",
+    got = params(evaluation)
+    assert set(got) == {*OPTION_NAMES, "output_col", "expected_col", "id_col", "predictions"}
+    assert {name: got[name] for name in _SOME} == {
+        "threshold": "0.9",
+        "floor": "1.0",
+        "decimal_comma": "false",  # as the MLproject spells it
+        "pick": "last",
+        "percent": "keep",
+        "scale": "none",
+        "thousands": "comma",
+        "fractions": "false",
+        "output_col": "output",
+        "expected_col": "expected",
+        "id_col": "",  # no id column: an empty param, not "None"
+        "predictions": str(tmp_path / "spec.csv"),
     }
-    assert {f"numeric_diff/{name}" for name in OPTION_NAMES} <= set(params(evaluation))
+
+
+_SOME = [
+    "threshold",
+    "floor",
+    "decimal_comma",
+    "pick",
+    "percent",
+    "scale",
+    "thousands",
+    "fractions",
+    "output_col",
+    "expected_col",
+    "id_col",
+    "predictions",
+]
+
+
+def test_each_value_is_logged_once() -> None:
+    """What ``mlflow run`` logged is not logged again; a value resolved otherwise is kept
+    beside it (MLflow refuses a second value for a param)."""
+    wanted = {"threshold": "0.99", "pick": "answer", "id_col": "", "predictions": "/d/p.csv"}
+    logged = {"threshold": "0.99", "pick": "", "id_col": "", "extra": "1"}
+    assert new_params(wanted, logged) == {"resolved/pick": "answer", "predictions": "/d/p.csv"}
+    assert new_params(wanted, {}) == wanted
+    assert new_params({"floor": "1.0"}, {"floor": "1"}) == {}  # the same number
 
 
 @pytest.mark.parametrize(
@@ -224,7 +253,7 @@ def test_log_evaluation_logs_params_metrics_dataset_and_results(
     loaded = load_results(run_id)
     pd.testing.assert_frame_equal(loaded.frame, results)
     assert (loaded.source, loaded.id_col) == (run_id, "id")
-    assert loaded.params["numeric_diff/pick"] == "last"
+    assert loaded.params["pick"] == "last"
 
 
 def test_log_evaluation_without_the_table_logs_only_the_parquet_copy(
