@@ -465,6 +465,25 @@ def load_results(ref: str) -> RunResults:
     return RunResults(frame, ref, dict(run.data.params))
 
 
+def download_artifact(uri: str, folder: str) -> str:
+    """Download the artifact ``uri`` (``runs:/<run_id>/<path>``...) into ``folder``; its local
+    path. Within the tracking deadline: a server that fails or does not answer is
+    `TrackingError`; a run or artifact that is not there is `InputError`."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    what = f"download {uri!r}"
+    with deadline(what), mlflow_errors(what):
+        try:
+            return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=folder))
+        except MlflowException as exc:
+            if exc.error_code not in _NOT_THERE:
+                raise  # the server failed, not the artifact: a tracking failure
+            raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
+        except FileNotFoundError as exc:  # a local artifact store without that file
+            raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
+
+
 def _local_results(path: Path, ref: str) -> RunResults:
     """A results file (its id column in its metadata) or folder (in `RESULTS_METADATA`)."""
     if path.is_dir():
