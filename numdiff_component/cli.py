@@ -87,7 +87,8 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
             "mae",
             "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
             math.nan,
-            "",
+            # MLflow stores no infinity: the metric holds the largest float instead.
+            "logged to MLflow as 1.797e+308" if math.isinf(aggregates["mae"]) else "",
         ),
         ("rows", f"{int(n):,}", math.nan, ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
@@ -288,21 +289,23 @@ def score(
         progress.done()
     aggregates = outcome.evaluation.aggregates
     if not quiet:
-        click.echo(f"numeric diff: {outcome.evaluation.source}")
+        from numdiff_component.errors import visible
+
+        # Paths are the user's text: an escape sequence or U+202E is shown, not obeyed.
+        click.echo(f"numeric diff: {visible(outcome.evaluation.source)}")
         click.echo("\n".join(summary_lines(aggregates, options.threshold)))
         for note in outcome.evaluation.notes:
             click.echo(f"  note: {note}")
         if outcome.run_id:
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
-        click.echo(f"  {'results':<12} {outcome.results_path}")
+        click.echo(f"  {'results':<12} {visible(str(outcome.results_path))}")
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results_path)
     if outcome.evaluation.gate == "failed":
-        _fail(
-            f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
-            EXIT_GATE,
-        )
+        from numdiff_component.aggregate import gate_failure
+
+        _fail(gate_failure(aggregates["pass_rate"], fail_under), EXIT_GATE)
 
 
 # Further commands (log-model, compare) are defined below this line, one function each.
@@ -382,11 +385,15 @@ def compare(
     """
     import json
 
-    from numdiff_component.compare import compare_results, resolve_id_col
+    from numdiff_component.compare import compare_results, resolve_id_col, run_warnings
     from numdiff_component.compare_render import format_text, to_json
+    from numdiff_component.errors import visible
     from numdiff_component.tracking import load_results, log_comparison
 
     a, b = load_results(run_a), load_results(run_b)
+    for side, run in (("A", a), ("B", b)):
+        for warning in run_warnings(side, run.source, run.status, run.deleted):
+            click.echo(f"numdiff: warning: {visible(warning)}", err=True)
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
     summary: dict[str, Any] = {"a": run_a, "b": run_b, "options": {"a": a.options, "b": b.options}}

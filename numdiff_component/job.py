@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from numdiff_component.aggregate import Totals
+from numdiff_component.aggregate import Totals, gate_failure
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.options import Options
 from numdiff_component.parse import several_numbers
@@ -346,5 +346,8 @@ def _run(
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
-        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
+        gate, rate = "", aggregates["pass_rate"]
+        if evaluation.gate == "failed" and config.fail_under is not None:  # a failure of its own
+            gate = f"; the gate failed too: {gate_failure(rate, config.fail_under)}"
+        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{gate}") from exc
     return JobOutcome(evaluation, run_id)

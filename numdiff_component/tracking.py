@@ -413,6 +413,8 @@ class RunResults:
     frame: pd.DataFrame
     source: str
     params: Mapping[str, str] = field(default_factory=dict)
+    status: str | None = None  # of a run: FINISHED, RUNNING, FAILED, KILLED
+    deleted: bool = False  # a run in the trash of its experiment
 
     @property
     def id_col(self) -> str | None:
@@ -462,7 +464,8 @@ def load_results(ref: str) -> RunResults:
                 f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}): "
                 f"{first_line(exc)}"
             ) from exc
-    return RunResults(frame, ref, dict(run.data.params))
+    deleted = run.info.lifecycle_stage == "deleted"
+    return RunResults(frame, ref, dict(run.data.params), run.info.status, deleted)
 
 
 def download_artifact(uri: str, folder: str) -> str:
