@@ -51,6 +51,9 @@ from numdiff_component.tracking import (
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
 """Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
+LOG_TABLE_MAX_COLUMNS = 500
+"""Columns of the widest results logged whole (``results.json``, the dataset with its data):
+MLflow's table and dataset digest take seconds per thousand columns."""
 SEVERAL_NUMBERS_SHARE = 0.5
 """With ``pick="first"``, the share of outputs holding several numbers from which the job says
 that the first is read, and names ``--pick answer``."""
@@ -235,7 +238,8 @@ def _collect(
         if config.options.pick == "first":
             n_several += int(several_numbers(results[config.output_col], config.options).sum())
         totals += Totals.of(results)
-        kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
+        few = totals.n <= LOG_TABLE_MAX_ROWS and len(results.columns) <= LOG_TABLE_MAX_COLUMNS
+        kept = kept if kept is not None and few else None
         if kept is not None:
             kept.append(results)
         if progress is not None:
