@@ -8,6 +8,7 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -259,6 +260,9 @@ def score(
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
     if quiet:  # MLflow's own messages too ("Creating initial MLflow database tables...")
+        import warnings
+
+        warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job import JobConfig, run_job
@@ -417,6 +421,12 @@ def _signalled(signum: int, frame: object) -> None:
     raise _Signalled(signum)
 
 
+def _stopped_at_exit(signum: int, frame: object) -> None:
+    """A signal once the command is done (MLflow's and the temporary copies' clean-up at exit):
+    stop at once with the signal's code, not with a traceback from an exit handler."""
+    os._exit(128 + signum)
+
+
 def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _signalled)
@@ -426,3 +436,11 @@ def main() -> None:
         name = signal.Signals(exc.args[0]).name
         click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
         sys.exit(128 + exc.args[0])
+    except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        _fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _stopped_at_exit)

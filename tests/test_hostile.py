@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import numdiff_process, one_line_error
+from tests.conftest import MODULE, numdiff_process, one_line_error
 
 GUARD = 90  # seconds: a hang guard for each process, never a measure of speed
 
@@ -97,6 +99,7 @@ def test_one_long_name_does_not_step_round_the_column_limit(tmp_path: Path) -> N
     one_line_error(done, 2, "it has 200,003 columns, more than the limit of 10,000")
 
 
+@pytest.mark.slow  # MLflow takes its time over 10,000 columns
 def test_a_table_of_exactly_10000_columns_is_scored(tracking_uri: str, tmp_path: Path) -> None:
     source = tmp_path / "wide.csv"
     names = ["output", "expected", *(f"c{i}" for i in range(9_998))]
@@ -261,3 +264,60 @@ def test_an_infinite_mae_is_said_to_be_logged_as_the_largest_float(
     assert done.returncode == 0, done.stderr
     mae = next(line for line in done.stdout.splitlines() if line.strip().startswith("mae"))
     assert "inf" in mae and "logged to MLflow as 1.797e+308" in mae
+
+
+# --- noise ----------------------------------------------------------------------------------------
+
+
+def test_quiet_prints_nothing_for_overflowing_numbers_and_integer_columns(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "t.json"  # abs errors whose sum overflows; an integer column for MLflow
+    rows = [
+        {"output": "1.5e308", "expected": 0, "n": 1},
+        {"output": "1.6e308", "expected": 0, "n": 2},
+    ]
+    source.write_text(json.dumps(rows))
+    done = _score(str(source), "-q", "--no-plots", "--results-dir", str(tmp_path / "o"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_an_output_that_cannot_be_written_is_one_line(tracking_uri: str, tmp_path: Path) -> None:
+    source = tmp_path / "t.csv"
+    source.write_text("output,expected\n1,1\n")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(tmp_path / "o")],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=GUARD,
+        )
+    done.stdout = ""
+    one_line_error(done, 2, "cannot write the output: No space left on device")
+
+
+def test_a_sigterm_once_the_command_is_done_is_no_traceback(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "t.csv"
+    source.write_text("output,expected\n1,1\n")
+    process = subprocess.Popen(
+        [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(tmp_path / "o")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:  # the last line of the summary: the work is done
+        if line.strip().startswith("results"):
+            break
+    for _ in range(50):  # into the exit handlers, whenever they run
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        time.sleep(0.01)
+    _, stderr = process.communicate(timeout=GUARD)
+    # Done, stopped with the signal's code, or (in the interpreter's last steps, where Python
+    # restores the default handlers) killed by the signal: a shell shows 143 for both.
+    assert process.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM), stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
