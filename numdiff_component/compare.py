@@ -86,9 +86,8 @@ def _check_results(frame: pd.DataFrame, side: str) -> None:
     bad = ~((scores >= 0) & (scores <= 1))  # NaN too
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        example = frame["score"].iloc[row]
         raise InputError(
-            f"run {side} has {int(bad.sum()):,} impossible scores (e.g. {example!r} in row "
+            f"run {side} has {int(bad.sum()):,} impossible scores (e.g. {scores[row]:g} in row "
             f"{row}): a score is a number from 0 to 1; was the results file edited?"
         )
     labels = frame["label"].astype(object).to_numpy()
