@@ -209,12 +209,24 @@ def experiment_id(name: str | None) -> str | None:
     if found:
         return str(found.experiment_id)
     try:
-        return str(client.create_experiment(name))
+        return str(client.create_experiment(name, artifact_location=_artifact_root()))
     except MlflowException:
         found = client.get_experiment_by_name(name)
         if found is None:
             raise
         return str(found.experiment_id)
+
+
+def _artifact_root() -> str | None:
+    """Where a new experiment keeps its artifacts: for a sqlite store, the folder
+    ``mlartifacts`` beside the store; MLflow's default, ``./mlruns``, is in the working folder,
+    which the job does not write. Other stores: their own default (``None``)."""
+    import mlflow
+
+    path = mlflow.get_tracking_uri().removeprefix("sqlite:///")
+    if path.startswith("sqlite:") or path in ("", ":memory:") or "://" in path:
+        return None
+    return (Path(path).resolve().parent / "mlartifacts").as_uri()
 
 
 @dataclass(frozen=True)
