@@ -125,7 +125,8 @@ class Table:
         except (InputError, StreamBroken):
             raise
         except _READ_ERRORS as exc:
-            reason = (_is_decode_error(exc) and _not_utf8(self.path)) or first_line(exc)
+            reason = (_is_decode_error(exc) and _not_utf8(self.path)) or _wide_text(self.path)
+            reason = reason or first_line(exc)
             raise InputError(f"cannot read {self.source!r} as {self.format}: {reason}") from exc
 
     def read(self) -> pd.DataFrame:
@@ -211,6 +212,17 @@ def _utf16(head: bytes) -> str | None:
     if len(sample) >= 4 and sample.count(0) >= len(sample) // 3:
         return "it looks like UTF-16 text (every other byte is NUL); save it as UTF-8"
     return None
+
+
+def _wide_text(path: str) -> str | None:
+    """`_utf16` of the local file ``path`` (NUL bytes decode as UTF-8: the reader fails later)."""
+    if is_remote(path):
+        return None
+    try:
+        with _open_bytes(path) as stream:
+            return _utf16(stream.read(512))
+    except _READ_ERRORS:
+        return None
 
 
 def _csv_width(path: str) -> None:
