@@ -4,9 +4,10 @@ an MLflow ``runs:/`` artifact, another URI), its format, and a local regular fil
 Limits, so that no input hangs the process or grows its memory without bound:
 
 - ``http://`` and ``https://`` inputs are downloaded to a temporary file before reading, waiting
-  at most `HTTP_TIMEOUT` seconds (30) to connect and for each read, and at most `DOWNLOAD_TIMEOUT`
-  seconds (600) for the whole download (environment variables ``NUMDIFF_HTTP_TIMEOUT`` and
-  ``NUMDIFF_DOWNLOAD_TIMEOUT``), so a server that trickles bytes cannot hold the job.
+  at most `HTTP_TIMEOUT` seconds (30) to connect, for each read and for the status line and
+  headers, and at most `DOWNLOAD_FACTOR` (10) times that for the whole download (environment
+  variables ``NUMDIFF_HTTP_TIMEOUT`` and ``NUMDIFF_DOWNLOAD_TIMEOUT``), so a server that trickles
+  bytes cannot hold the job.
 - A ``runs:/`` artifact is downloaded within the tracking deadline (``NUMDIFF_TRACKING_TIMEOUT``):
   a server that fails or does not answer is a tracking failure, an artifact that is not there is
   bad input.
@@ -35,7 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -58,7 +59,7 @@ _MLFLOW_SCHEMES = ("runs", "models", "mlflow-artifacts")
 _HTTP_SCHEMES = ("http", "https")
 
 HTTP_TIMEOUT = 30.0
-DOWNLOAD_TIMEOUT = 600.0
+DOWNLOAD_FACTOR = 10
 MAX_INPUT_BYTES = 4 << 30
 MAX_COLUMNS = 10_000
 
@@ -185,61 +186,63 @@ def _temp_folder() -> str:
 
 
 class _Late(BaseException):
-    """The whole download passed its deadline. Not an `Exception`, which a library may catch."""
+    """A download passed its deadline. Not an `Exception`, which a library may catch."""
 
 
 @contextlib.contextmanager
-def _whole_within(seconds: float) -> Iterator[None]:
-    """The block ends within ``seconds`` or raises `TimeoutError`: a timer signal interrupts a
-    socket read that trickles on. Outside the main thread no signal can be used: each read is
-    then bounded by its own timeout only."""
+def _deadline() -> Iterator[Callable[[float], None]]:
+    """Yields ``arm(seconds)``: from then on, the block ends within ``seconds`` or raises `_Late`.
+    A timer signal, so that a socket read that trickles on is interrupted. Outside the main
+    thread no signal can be used: each read is then bounded by its own timeout only."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda seconds: None
         return
 
     def expired(signum: int, frame: Any) -> None:
         raise _Late
 
+    def arm(seconds: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
-    except _Late:
-        raise TimeoutError from None
+        yield arm
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
 def _fetch(url: str) -> str:
-    """Download ``url`` to a temporary file, within the timeouts and the input limit."""
+    """Download ``url`` to a temporary file, within the timeouts and the input limit: the status
+    line and headers within the HTTP timeout, the whole download within the download one."""
     timeout = setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
-    whole = setting("NUMDIFF_DOWNLOAD_TIMEOUT", DOWNLOAD_TIMEOUT)
+    whole = setting("NUMDIFF_DOWNLOAD_TIMEOUT", DOWNLOAD_FACTOR * timeout)
     limit = max_input_bytes()
     name = PurePosixPath(urlparse(url).path).name  # keeps the extensions, e.g. t.csv.gz
     path = os.path.join(_temp_folder(), name if name not in ("", ".", "..") else "input")
     slow = f"no answer within {timeout:g} s; raise NUMDIFF_HTTP_TIMEOUT to wait longer"
-    started = time.monotonic()
+    started, answered = time.monotonic(), False
     try:
-        with (
-            _whole_within(whole),
-            urllib.request.urlopen(url, timeout=timeout) as response,
-            open(path, "wb") as out,
-        ):
-            if (response.length or 0) > limit:
-                raise ValueError(over_limit(limit))
-            copy_within(response, out, limit)
+        with _deadline() as arm:
+            arm(timeout)
+            with urllib.request.urlopen(url, timeout=timeout) as response, open(path, "wb") as out:
+                answered = True
+                arm(whole - (time.monotonic() - started))
+                if (response.length or 0) > limit:
+                    raise ValueError(over_limit(limit))
+                copy_within(response, out, limit)
+    except _Late:
+        reason = (
+            f"not complete within {whole:g} s; raise NUMDIFF_DOWNLOAD_TIMEOUT to wait longer"
+            if answered
+            else slow
+        )
     except urllib.error.HTTPError as exc:
         reason = f"HTTP {exc.code} {exc.reason}"
-    except (urllib.error.URLError, TimeoutError) as exc:
-        late = time.monotonic() - started >= whole
-        timed_out = isinstance(getattr(exc, "reason", exc), TimeoutError)
-        if late:
-            reason = (
-                f"not complete within {whole:g} s; raise NUMDIFF_DOWNLOAD_TIMEOUT to wait longer"
-            )
-        else:
-            reason = slow if timed_out else str(getattr(exc, "reason", exc))
+    except urllib.error.URLError as exc:
+        reason = slow if isinstance(exc.reason, TimeoutError) else str(exc.reason)
+    except TimeoutError:
+        reason = slow
     except (OSError, ValueError, http.client.HTTPException) as exc:
         reason = first_line(exc)
     else:

@@ -140,16 +140,26 @@ def _trickling_server(head: bool) -> Iterator[str]:
         server.server_close()
 
 
-@pytest.mark.parametrize("head", [True, False], ids=["header-lines", "rows"])
-def test_a_trickling_download_ends_at_its_deadline(head: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("head", "env", "said"),
+    [
+        (True, {}, "no answer within 2 s"),  # the status line and headers: the HTTP timeout
+        (False, {}, "not complete within 20 s"),  # the whole download: 10 times that
+        (False, {"NUMDIFF_DOWNLOAD_TIMEOUT": "3"}, "not complete within 3 s"),
+    ],
+    ids=["header-lines", "rows", "rows-own-deadline"],
+)
+def test_a_trickling_download_ends_at_its_deadline(
+    head: bool, env: dict[str, str], said: str, tmp_path: Path
+) -> None:
     with _trickling_server(head) as url:
         done = _score(
             url,
             "--results-dir",
             str(tmp_path / "out"),
-            env={"NUMDIFF_HTTP_TIMEOUT": "2", "NUMDIFF_DOWNLOAD_TIMEOUT": "3"},
+            env={"NUMDIFF_HTTP_TIMEOUT": "2", **env},
         )
-    one_line_error(done, 2, f"cannot download {url!r}: not complete within 3 s")
+    one_line_error(done, 2, f"cannot download {url!r}: {said}")
 
 
 @contextlib.contextmanager
