@@ -8,6 +8,7 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -94,7 +95,8 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
             "mae",
             "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
             math.nan,
-            "",
+            # MLflow stores no infinity: the metric holds the largest float instead.
+            "logged to MLflow as 1.797e+308" if math.isinf(aggregates["mae"]) else "",
         ),
         ("rows", f"{int(n):,}", math.nan, ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
@@ -318,6 +320,9 @@ def score(
     if not 0.0 <= fail_under <= 1.0:
         _fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
     if quiet:  # MLflow's own messages too ("Creating initial MLflow database tables...")
+        import warnings
+
+        warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job import JobConfig, run_job
@@ -348,21 +353,23 @@ def score(
         progress.done()
     aggregates = outcome.evaluation.aggregates
     if not quiet:
-        click.echo(f"numeric diff: {outcome.evaluation.source}")
+        from numdiff_component.errors import visible
+
+        # Paths are the user's text: an escape sequence or U+202E is shown, not obeyed.
+        click.echo(f"numeric diff: {visible(outcome.evaluation.source)}")
         click.echo("\n".join(summary_lines(aggregates, options.threshold)))
         for note in outcome.evaluation.notes:
             click.echo(f"  note: {note}")
         if outcome.run_id:
             click.echo(f"  {'run':<12} {outcome.run_id}")
             click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")
-        click.echo(f"  {'results':<12} {outcome.results}")
+        click.echo(f"  {'results':<12} {visible(str(outcome.results))}")
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results)
     if outcome.evaluation.gate == "failed":
-        _fail(
-            f"pass rate {aggregates['pass_rate']:.4f} is below --fail-under {fail_under:g}",
-            EXIT_GATE,
-        )
+        from numdiff_component.aggregate import gate_failure
+
+        _fail(gate_failure(aggregates["pass_rate"], fail_under), EXIT_GATE)
 
 
 SAMPLE = "sample"
@@ -503,11 +510,15 @@ def compare(
     """
     import json
 
-    from numdiff_component.compare import compare_results, resolve_id_col
+    from numdiff_component.compare import compare_results, resolve_id_col, run_warnings
     from numdiff_component.compare_render import format_text, to_json
+    from numdiff_component.errors import visible
     from numdiff_component.tracking import load_results, log_comparison
 
     a, b = load_results(run_a), load_results(run_b)
+    for side, run in (("A", a), ("B", b)):
+        for warning in run_warnings(side, run.source, run.status, run.deleted):
+            click.echo(f"numdiff: warning: {visible(warning)}", err=True)
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
     summary: dict[str, Any] = {"a": run_a, "b": run_b, "options": {"a": a.options, "b": b.options}}
@@ -540,12 +551,28 @@ def _ignored(signum: int, frame: object) -> None:
     pass
 
 
+def _stopped_at_exit(signum: int, frame: object) -> None:
+    """A signal once the command is done (MLflow's and the temporary copies' clean-up at exit):
+    stop at once with the signal's code, not with a traceback from an exit handler."""
+    os._exit(128 + signum)
+
+
 def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _signalled)
+    stopped = False  # by a signal: then a later one changes neither the message nor the code
     try:
         cli(prog_name="numdiff")
     except _Signalled as exc:
+        stopped = True
         name = signal.Signals(exc.args[0]).name
         click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
         sys.exit(128 + exc.args[0])
+    except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        _fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _ignored if stopped else _stopped_at_exit)

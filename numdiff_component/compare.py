@@ -80,7 +80,24 @@ def _check_results(frame: pd.DataFrame, side: str) -> None:
             f"run {side} is not a numeric diff results table: column {missing[0]!r} is missing "
             f"(expected the columns {', '.join(RESULT_COLUMNS)})"
         )
-    booleans(frame["passed"], f"the 'passed' column of run {side}")
+    passed = booleans(frame["passed"], f"the 'passed' column of run {side}")
+    scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
+    bad = ~((scores >= 0) & (scores <= 1))  # NaN too
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"run {side} has {int(bad.sum()):,} impossible scores (e.g. {scores[row]:g} in row "
+            f"{row}): a score is a number from 0 to 1; was the results file edited?"
+        )
+    labels = frame["label"].astype(object).to_numpy()
+    wrong = ~np.where(passed, labels == "pass", np.isin(labels, ["fail", "unparseable"]))
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0])
+        raise InputError(
+            f"run {side} has {int(wrong.sum()):,} labels that contradict 'passed' (e.g. "
+            f"{labels[row]!r} with passed={bool(passed[row])} in row {row}): 'pass' goes with "
+            "true, 'fail' and 'unparseable' with false; was the results file edited?"
+        )
 
 
 def _check_ids(frame: pd.DataFrame, id_col: str, side: str) -> pd.Index:
@@ -193,6 +210,22 @@ def compare_results(
         rows=rows,
         n_expected_differ=int(np.count_nonzero(~same)),
     )
+
+
+def run_warnings(side: str, ref: str, status: str | None, deleted: bool) -> list[str]:
+    """What to say about a run whose results may not be final: still running, failed, deleted.
+
+    >>> run_warnings("B", "abc", "RUNNING", False)
+    ["run B 'abc' is RUNNING: its results may not be complete yet"]
+    """
+    warnings = []
+    if status == "RUNNING":
+        warnings.append(f"run {side} {ref!r} is RUNNING: its results may not be complete yet")
+    elif status in ("FAILED", "KILLED"):
+        warnings.append(f"run {side} {ref!r} is {status}: its results may be from a failed job")
+    if deleted:
+        warnings.append(f"run {side} {ref!r} is deleted (in the trash of its experiment)")
+    return warnings
 
 
 def resolve_id_col(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numdiff_component.aggregate import Totals
+from numdiff_component.aggregate import Totals, gate_failure
 from numdiff_component.errors import InputError, TrackingError
 from numdiff_component.hints import PresetHint
 from numdiff_component.options import Options
@@ -50,6 +50,9 @@ __all__ = ["CLAIM", "ENGINES", "Engine", "JobConfig", "JobOutcome", "engine_for"
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
 """Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
+LOG_TABLE_MAX_COLUMNS = 500
+"""Columns of the widest results logged whole (``results.json``, the dataset with its data):
+MLflow's table and dataset digest take seconds per thousand columns."""
 
 
 def engine_for(name: str) -> Engine:
@@ -122,7 +125,8 @@ def _collect(
             report.add(results)
         hint.add(results)
         totals += Totals.of(results)
-        kept = kept if kept is not None and totals.n <= LOG_TABLE_MAX_ROWS else None
+        few = totals.n <= LOG_TABLE_MAX_ROWS and len(results.columns) <= LOG_TABLE_MAX_COLUMNS
+        kept = kept if kept is not None and few else None
         if kept is not None:
             kept.append(results)
         if progress is not None:
@@ -237,5 +241,8 @@ def _run(
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
-        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}") from exc
+        gate, rate = "", aggregates["pass_rate"]
+        if evaluation.gate == "failed" and config.fail_under is not None:  # a failure of its own
+            gate = f"; the gate failed too: {gate_failure(rate, config.fail_under)}"
+        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{gate}") from exc
     return JobOutcome(evaluation, run_id)

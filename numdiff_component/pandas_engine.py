@@ -9,6 +9,7 @@ job sees each row once all the same.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Generator
 from pathlib import Path
@@ -21,7 +22,7 @@ from numdiff_component.errors import InputError
 from numdiff_component.request import JobConfig
 from numdiff_component.results import file_metadata
 from numdiff_component.scoring import check_columns, score_frame
-from numdiff_component.tables import StreamBroken, Table, open_table
+from numdiff_component.tables import StreamBroken, Table, mixed_columns, open_table
 
 
 class PandasEngine:
@@ -83,15 +84,18 @@ class PandasEngine:
 
 
 def _to_arrow(results: pd.DataFrame) -> pa.Table:
-    """The results as an Arrow table; a column mixing types (JSON) is stored as its text."""
+    """The results as an Arrow table. A column mixing JSON types (text and numbers, an integer
+    beyond 2**53 beside a float) fits no Parquet type: each of its values is stored as its JSON
+    text (``5``, ``"5"``, ``true``, ``9007199254740993``), null as null, nothing lost; the
+    column's field metadata says so (``numdiff.encoding``: ``json``)."""
     try:
         return pa.Table.from_pandas(results, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        mixed = [
-            c
-            for c in results.columns
-            if results[c].dtype == object
-            and pd.api.types.infer_dtype(results[c]).startswith("mixed")
+        mixed = mixed_columns(results)
+        as_text = {c: results[c].map(lambda v: v if v is None else json.dumps(v)) for c in mixed}
+        table = pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
+        fields = [
+            f.with_metadata({"numdiff.encoding": "json"}) if f.name in mixed else f
+            for f in table.schema
         ]
-        as_text = {c: results[c].map(lambda v: v if v is None else str(v)) for c in mixed}
-        return pa.Table.from_pandas(results.assign(**as_text), preserve_index=False)
+        return table.cast(pa.schema(fields, metadata=table.schema.metadata))

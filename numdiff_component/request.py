@@ -16,7 +16,9 @@ from typing import Any, Protocol
 import pandas as pd
 
 from numdiff_component.options import Options
-from numdiff_component.tables import DEFAULT_BATCH_ROWS
+
+DEFAULT_BATCH_ROWS = 200_000
+"""Rows read, scored and written at a time: a few batches alive bound the memory."""
 
 
 def param_value(value: Any) -> str:

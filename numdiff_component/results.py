@@ -213,6 +213,8 @@ class RunResults:
     frame: pd.DataFrame
     source: str
     params: Mapping[str, str] = field(default_factory=dict)
+    status: str | None = None  # of a run: FINISHED, RUNNING, FAILED, KILLED
+    deleted: bool = False  # a run in the trash of its experiment
 
     @property
     def id_col(self) -> str | None:

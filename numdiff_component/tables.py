@@ -1,54 +1,39 @@
-"""Loading prediction tables: local paths, ``http(s)://`` URLs, URIs pandas reads, and MLflow
-``runs:/`` artifacts.
+"""Reading prediction tables batch by batch: CSV, Parquet, JSON and JSON Lines, from a local
+file or a URI pandas reads. Finding and fetching the input (paths, URLs, ``runs:/`` artifacts,
+pipes) is `numdiff_component.sources`.
 
 Values are kept as the file holds them: CSV cells stay text (``"007"`` keeps its zeros, ``"1e999"``
-is not turned into inf before the parser sees it), JSON keeps its own types. A Parquet index with
-a name (``df.set_index("id").to_parquet(...)``) comes back as a column.
+is not turned into inf before the parser sees it), JSON keeps its own types and values (an integer
+stays an integer, exactly, beside floats; null stays null). A Parquet index with a name
+(``df.set_index("id").to_parquet(...)``) comes back as a column.
 
 Compression follows the extension: ``.gz``, ``.bz2``, ``.xz``, ``.zst``, and ``.zip`` holding
 exactly one file. A Parquet file is not read through outer compression (its pages are compressed).
 
-Limits, so that no input hangs the process or grows its memory without bound:
+Limits, so that no input grows the process's memory or time without bound:
 
-- ``http://`` and ``https://`` inputs are downloaded to a temporary file before reading, waiting
-  at most `HTTP_TIMEOUT` seconds (30) to connect and for each read (environment variable
-  ``NUMDIFF_HTTP_TIMEOUT``). A named pipe is copied the same way; a device (``/dev/zero``) or a
-  socket is refused.
-- A download or pipe, and what is read whole into memory (a JSON document; a CSV row longer than a
-  streaming block), is at most `MAX_INPUT_BYTES` bytes (4 GiB), decompressed (environment variable
-  ``NUMDIFF_MAX_INPUT_BYTES``). Local CSV, Parquet and JSON Lines files are streamed in batches and
-  have no size limit.
-- A table has at most `MAX_COLUMNS` columns (10,000), checked on the CSV header and the Parquet
-  schema before any row is read (on the frame for JSON).
+- What is read whole into memory (a JSON document; a CSV row longer than a streaming block) is at
+  most `sources.MAX_INPUT_BYTES` bytes (4 GiB), decompressed (``NUMDIFF_MAX_INPUT_BYTES``). Local
+  CSV, Parquet and JSON Lines files are streamed in batches and have no size limit.
+- A table has at most `MAX_COLUMNS` columns (10,000), checked on the CSV header (whatever its
+  names; a header longer than `_HEADER_BYTES` is refused) and the Parquet schema before any row
+  is read (on each batch for JSON).
 
 Other URIs (``s3://``, ``gs://``...) are read whole by pandas through fsspec, without these limits.
 """
 
 from __future__ import annotations
 
-import atexit
 import codecs
-import contextlib
 import csv
-import errno
-import http.client
 import io
 import lzma
-import math
 import os
-import shutil
-import stat
-import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path, PurePosixPath
-from typing import IO, Any
-from urllib.parse import unquote, urlparse
+from typing import IO
 
 import pandas as pd
 import pyarrow as pa
@@ -56,27 +41,40 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
+from numdiff_component.json_tables import json_batches, json_frame, mixed_columns
+from numdiff_component.request import DEFAULT_BATCH_ROWS
+from numdiff_component.sources import (
+    FORMATS,
+    MAX_COLUMNS,
+    check_width,
+    copy_within,
+    dataset_name,
+    detect_format,
+    is_remote,
+    local_path,
+    locate,
+    max_input_bytes,
+    over_limit,
+    sample_path,
+)
 
-FORMATS = ("csv", "parquet", "json", "jsonl")
-_EXTENSIONS = {
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".json": "json",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-}
-_COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
+__all__ = [  # what the rest of the package imports from here
+    "DEFAULT_BATCH_ROWS",
+    "FORMATS",
+    "MAX_COLUMNS",
+    "StreamBroken",
+    "Table",
+    "dataset_name",
+    "detect_format",
+    "is_remote",
+    "local_path",
+    "mixed_columns",
+    "open_table",
+    "sample_path",
+]
+
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
-_PICKLE = (".pkl", ".pickle", ".joblib")
-_MLFLOW_SCHEMES = ("runs", "models", "mlflow-artifacts")
-_HTTP_SCHEMES = ("http", "https")
-
-DEFAULT_BATCH_ROWS = 200_000
-MAX_COLUMNS = 10_000
-HTTP_TIMEOUT = 30.0
-MAX_INPUT_BYTES = 4 << 30
-_HEADER_BYTES = 1 << 20  # enough for a header of MAX_COLUMNS columns; a longer one is refused
+_HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused
 _MAX_BLOCK = (1 << 31) - 1  # pyarrow's CSV block size is an int32
 
 # What the readers raise for a file they cannot read. Anything else (TypeError, AttributeError,
@@ -126,35 +124,13 @@ class Table:
         except (InputError, StreamBroken):
             raise
         except _READ_ERRORS as exc:
-            reason = (_is_decode_error(exc) and _not_utf8(self.path)) or first_line(exc)
+            reason = (_is_decode_error(exc) and _not_utf8(self.path)) or _wide_text(self.path)
+            reason = reason or first_line(exc)
             raise InputError(f"cannot read {self.source!r} as {self.format}: {reason}") from exc
 
     def read(self) -> pd.DataFrame:
         """The whole table as one frame."""
         return next(iter(self.batches(None)))
-
-
-# convert_axes=False keeps column names as written: pandas would turn a column "007" into 7.
-_JSON_OPTIONS: dict[str, Any] = {
-    "dtype": False,
-    "convert_dates": False,
-    "precise_float": True,
-    "convert_axes": False,
-}
-_NOT_A_TABLE = (
-    'not a table; give a list of records like [{"output": "3", "expected": "3"}] '
-    "(JSON Lines: one record per line)"
-)
-# What pandas says when the JSON document is a scalar or an object of scalars.
-_SCALAR_JSON = ("DataFrame constructor not properly called", "If using all scalar values")
-
-
-def _records(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` when it came from records or columns; numbered columns mean a list of scalars
-    or of arrays, which has no column names to score."""
-    if any(not isinstance(column, str) for column in frame.columns):
-        raise ValueError(_NOT_A_TABLE)
-    return frame
 
 
 def _is_decode_error(exc: BaseException) -> bool:
@@ -175,6 +151,8 @@ def _not_utf8(path: str) -> str | None:
         try:
             with _open_bytes(path) as stream:
                 while chunk := stream.read(1 << 20):
+                    if line == 1 and (utf16 := _utf16(chunk)):
+                        return utf16
                     pending = decoder.getstate()[0]
                     try:
                         decoder.decode(chunk)
@@ -191,51 +169,6 @@ def _not_utf8(path: str) -> str | None:
         except _READ_ERRORS:  # the position is a courtesy; the message stands without it
             where = ""
     return f"it is not valid UTF-8{where}; save it as UTF-8"
-
-
-def _setting(name: str, default: float) -> float:
-    """A positive number from the environment variable ``name``, else ``default``."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{name} must be a positive number, got {text!r}")
-    return value
-
-
-def _max_input_bytes() -> int:
-    return int(_setting("NUMDIFF_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
-
-
-def _over_limit(limit: int) -> str:
-    return (
-        f"it is larger than the input limit of {limit:,} bytes; "
-        "raise NUMDIFF_MAX_INPUT_BYTES to read it"
-    )
-
-
-def _copy(source: IO[bytes], target: IO[bytes], limit: int) -> None:
-    """Copy ``source`` to ``target``; `ValueError` past ``limit`` bytes."""
-    total = 0
-    while chunk := source.read(1 << 20):
-        total += len(chunk)
-        if total > limit:
-            raise ValueError(_over_limit(limit))
-        target.write(chunk)
-
-
-def _check_width(n_columns: int, *, at_least: bool = False) -> None:
-    """`ValueError` when a table has more than `MAX_COLUMNS` columns."""
-    if n_columns > MAX_COLUMNS:
-        count = f"at least {n_columns:,}" if at_least else f"{n_columns:,}"
-        raise ValueError(
-            f"it has {count} columns, more than the limit of {MAX_COLUMNS:,}; "
-            "keep only the columns to score (output, expected, an id)"
-        )
 
 
 def _open_bytes(path: str) -> IO[bytes]:
@@ -263,21 +196,57 @@ def _read_whole(path: str) -> str:
     """The text of ``path``, decompressed; `ValueError` past the input limit."""
     data = io.BytesIO()
     with _open_bytes(path) as stream:
-        _copy(stream, data, _max_input_bytes())
+        copy_within(stream, data, max_input_bytes())
     return data.getvalue().decode("utf-8")
 
 
+def _utf16(head: bytes) -> str | None:
+    """Why text starting with ``head`` is not UTF-8 when it is UTF-16 or UTF-32, else ``None``."""
+    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32")):
+        if head.startswith(bom):
+            return f"it is {name} text (it starts with a {name} byte order mark); save it as UTF-8"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "it is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8"
+    sample = head[:512]
+    if len(sample) >= 4 and sample.count(0) >= len(sample) // 3:
+        return "it looks like UTF-16 text (every other byte is NUL); save it as UTF-8"
+    return None
+
+
+def _wide_text(path: str) -> str | None:
+    """`_utf16` of the local file ``path`` (NUL bytes decode as UTF-8: the reader fails later)."""
+    if is_remote(path):
+        return None
+    try:
+        with _open_bytes(path) as stream:
+            return _utf16(stream.read(512))
+    except _READ_ERRORS:
+        return None
+
+
 def _csv_width(path: str) -> None:
-    """Refuse a CSV whose header has more than `MAX_COLUMNS` names, reading only its start."""
+    """Refuse a CSV whose header has more than `MAX_COLUMNS` names, or is longer than
+    `_HEADER_BYTES` (the count could not be known without reading on), reading only its start,
+    whatever its names are: a name may be longer than the csv module's own field limit."""
     with _open_bytes(path) as stream:
         head = stream.read(_HEADER_BYTES)
+    if reason := _utf16(head):
+        raise ValueError(reason)
     text = io.StringIO(head.decode("utf-8", "replace"))  # only counted, never kept
+    field_limit = csv.field_size_limit(_HEADER_BYTES)
     try:
-        header = next(csv.reader(text), [])
-    except csv.Error:  # a name longer than csv's field limit: the reader will say what is wrong
-        return
-    cut = len(head) == _HEADER_BYTES and text.tell() == len(text.getvalue())
-    _check_width(len(header), at_least=cut)
+        n_names = len(next(csv.reader(text), []))
+        cut = len(head) == _HEADER_BYTES and text.tell() == len(text.getvalue())
+    except csv.Error:  # counted as the delimiters of the first line: at least the names
+        n_names, cut = head.split(b"\n", 1)[0].count(b",") + 1, False
+    finally:
+        csv.field_size_limit(field_limit)
+    check_width(n_names, at_least=cut)
+    if cut:
+        raise ValueError(
+            f"its header (the first row) is longer than {_HEADER_BYTES:,} bytes; "
+            "keep only the columns to score (output, expected, an id)"
+        )
 
 
 class _CrlfWhole(io.RawIOBase):
@@ -322,16 +291,14 @@ def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
 def _csv_whole(path: str) -> pd.DataFrame:
     """The whole CSV file, in blocks that double until the longest row fits (compressed files
     do not say how long they are), up to the input limit."""
-    cap = min(_max_input_bytes(), _MAX_BLOCK)
+    cap = min(max_input_bytes(), _MAX_BLOCK)
     block = min(max(1 << 20, os.path.getsize(path) + 1), cap)
     while True:
         try:
             frames = list(_csv_batches(path, block))
         except StreamBroken:
             if block >= cap:
-                raise ValueError(
-                    f"a row is longer than {cap:,} bytes; {_over_limit(cap)}"
-                ) from None
+                raise ValueError(f"a row is longer than {cap:,} bytes; {over_limit(cap)}") from None
             block = min(2 * block, cap)
             continue
         if frames:
@@ -345,14 +312,36 @@ def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """Named index levels (``df.set_index("id")`` written by pandas) back as columns; an
     unnamed index (a RangeIndex, the row numbers of a filtered frame) is dropped."""
     named = [name for name in frame.index.names if name is not None]
+    if clash := [name for name in named if name in frame.columns]:
+        raise ValueError(
+            f"its index is named {clash[0]!r}, like a column; rename the index or the column "
+            "(df.rename_axis(...)) or write it without its index (to_parquet(index=False))"
+        )
     if named:
         frame = frame.reset_index(level=named)
     return frame.reset_index(drop=True)
 
 
+def _check_no_bytes(schema: pa.Schema) -> None:
+    """`ValueError` for a column of bytes: neither text nor a number, and not loggable."""
+    for field in schema:
+        kind = field.type
+        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            break
+        if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary_view(kind):
+            break
+    else:
+        return
+    raise ValueError(
+        f"column {field.name!r} holds bytes ({field.type}), which are neither text nor numbers; "
+        "store it as text (UTF-8 strings) or leave it out"
+    )
+
+
 def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame]:
     with pq.ParquetFile(path) as file:
-        _check_width(len(file.schema_arrow.names))
+        check_width(len(file.schema_arrow.names))
+        _check_no_bytes(file.schema_arrow)
         if batch_rows is None:
             yield _index_as_columns(file.read().to_pandas())
             return
@@ -360,40 +349,14 @@ def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame
             yield _index_as_columns(batch.to_pandas())
 
 
-@contextlib.contextmanager
-def _pandas_json() -> Iterator[None]:
-    """pandas raises TypeError for records mixed with scalars or arrays: not a table."""
-    try:
-        yield
-    except TypeError as exc:
-        raise ValueError(_NOT_A_TABLE) from exc
-
-
 def _json_lines(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:
+    mixed = None
     with _open_text(path) as text:
-        chunks = iter(pd.read_json(text, lines=True, chunksize=batch_rows, **_JSON_OPTIONS))
-        while True:
-            with _pandas_json():
-                chunk = next(chunks, None)
-            if chunk is None:
-                return
-            _check_width(len(chunk.columns))
-            yield _records(chunk)
-
-
-def _json_frame(text: str | IO[str], fmt: str) -> pd.DataFrame:
-    """A JSON document or JSON Lines from an open text or a URI pandas reads, as a table."""
-    try:
-        with _pandas_json():
-            frame = pd.read_json(text, lines=fmt == "jsonl", **_JSON_OPTIONS)
-    except ValueError as exc:
-        if isinstance(exc, UnicodeDecodeError) or not any(s in str(exc) for s in _SCALAR_JSON):
-            raise
-        raise ValueError(_NOT_A_TABLE) from exc
-    if not isinstance(frame, pd.DataFrame):  # pragma: no cover - read_json returns frames here
-        raise ValueError(_NOT_A_TABLE)
-    _check_width(len(frame.columns))
-    return _records(frame)
+        for frame in json_batches(text, batch_rows):
+            if mixed is not None and mixed_columns(frame) != mixed:
+                raise StreamBroken  # a column stored as JSON text in one batch, not another
+            mixed = mixed_columns(frame)
+            yield frame
 
 
 def read_frame(path: str, fmt: str) -> pd.DataFrame:
@@ -404,205 +367,25 @@ def read_frame(path: str, fmt: str) -> pd.DataFrame:
             return _csv_whole(path)
         if fmt == "parquet":
             return next(_parquet_batches(path, None))
-        return _json_frame(io.StringIO(_read_whole(path)), fmt)
+        return json_frame(io.StringIO(_read_whole(path)), fmt)
     if fmt == "csv":
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
     elif fmt == "parquet":
         frame = _index_as_columns(pd.read_parquet(path))
     else:
-        return _json_frame(path, fmt)
-    _check_width(len(frame.columns))
+        return json_frame(path, fmt)
+    check_width(len(frame.columns))
     return frame
-
-
-def sample_path() -> Path:
-    """The sample prediction table shipped inside the package."""
-    return Path(str(resources.files("numdiff_component") / "data" / "sample.csv"))
-
-
-def local_path(source: str) -> str | None:
-    """The local path ``source`` names (a path or a ``file:`` URI), or ``None`` for a URI.
-
-    >>> local_path("file:///data/a%20b.csv"), local_path("C:\\\\t.csv"), local_path("s3://b/t.csv")
-    ('/data/a b.csv', 'C:\\\\t.csv', None)
-    """
-    parsed = urlparse(source)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    return source if len(parsed.scheme) <= 1 else None  # "C:" is a drive, not a scheme
-
-
-def is_remote(source: str) -> bool:
-    """Whether ``source`` is a URI (``s3://``, ``https://``, ``runs:/``...), not a local path.
-
-    >>> is_remote("runs:/abc/t.csv"), is_remote("/data/http://t.csv"), is_remote("file:/t.csv")
-    (True, False, False)
-    """
-    return local_path(source) is None
-
-
-def _file_part(source: str) -> str:
-    """The path part of ``source``: the local path, or the path inside the URI."""
-    return local_path(source) or urlparse(source).path
-
-
-def dataset_name(source: str) -> str:
-    """The name of the table at ``source``: its file or folder name without extensions.
-
-    >>> dataset_name("s3://bucket/preds.csv.gz"), dataset_name("out/run-1/")
-    ('preds', 'run-1')
-    """
-    return Path(_file_part(source).rstrip("/\\")).name.split(".")[0] or "predictions"
-
-
-def detect_format(source: str) -> str:
-    """The format named by the extension of ``source``, compression suffixes ignored."""
-    stem, ext = os.path.splitext(_file_part(source).lower())
-    if ext in _COMPRESSION:
-        ext = os.path.splitext(stem)[1]
-    if ext in _PICKLE:
-        raise InputError(
-            f"{source!r} is a pickle file, which is not read: unpickling runs code; "
-            "save the table as parquet or csv"
-        )
-    if ext not in _EXTENSIONS:
-        raise InputError(
-            f"cannot tell the format of {source!r} from its extension; "
-            f"pass --format with one of {', '.join(FORMATS)}"
-        )
-    return _EXTENSIONS[ext]
-
-
-def _check_artifact_uri(source: str) -> None:
-    """A ``runs:/`` URI names an artifact inside its run: a ``..`` that climbs out is refused."""
-    path = urlparse(source).path
-    for _ in range(3):  # %2e%2e, and %252e%252e encoded twice
-        path = unquote(path)
-    if ".." in path.replace("\\", "/").split("/"):
-        raise InputError(
-            f"{source!r} reaches outside its run with '..'; name an artifact inside the run, "
-            "e.g. runs:/<run_id>/predictions.csv"
-        )
-
-
-def _temp_folder() -> str:
-    folder = tempfile.mkdtemp(prefix="numdiff-input-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a copy: gone with the process
-    return folder
-
-
-def _download(uri: str) -> str:
-    import mlflow
-
-    try:
-        return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=_temp_folder()))
-    except Exception as exc:  # MlflowException, OSError: all mean the artifact is not there
-        raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
-
-
-def _fetch(url: str) -> str:
-    """Download ``url`` to a temporary file, within the timeout and the input limit."""
-    timeout = _setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
-    limit = _max_input_bytes()
-    name = PurePosixPath(urlparse(url).path).name  # keeps the extensions, e.g. t.csv.gz
-    path = os.path.join(_temp_folder(), name if name not in ("", ".", "..") else "input")
-    slow = f"no answer within {timeout:g} s; raise NUMDIFF_HTTP_TIMEOUT to wait longer"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(path, "wb") as out:
-            if (response.length or 0) > limit:
-                raise ValueError(_over_limit(limit))
-            _copy(response, out, limit)
-    except urllib.error.HTTPError as exc:
-        reason = f"HTTP {exc.code} {exc.reason}"
-    except urllib.error.URLError as exc:
-        reason = slow if isinstance(exc.reason, TimeoutError) else str(exc.reason)
-    except TimeoutError:
-        reason = slow
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        reason = first_line(exc)
-    else:
-        return path
-    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # a partial download: up to the limit
-    raise InputError(f"cannot download {url!r}: {reason}")
-
-
-def _local_file(path: str, source: str) -> str:
-    """The regular file to read for the local ``path``: a pipe is copied to a temporary file;
-    anything else that is not a readable regular file is refused."""
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(
-                f"{source!r} is a symbolic link loop (it leads back to itself); "
-                "point the link at a file"
-            ) from exc
-        if os.path.islink(path):
-            raise InputError(
-                f"{source!r} is a symbolic link to {os.path.realpath(path)!r}, which does not "
-                "exist; point the link at a file"
-            ) from exc
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-            raise InputError(f"cannot read {source!r}: {exc.strerror}") from exc
-        hint = ""
-        if os.environ.get("MLFLOW_RUN_ID") and not os.path.isabs(path):
-            hint = (
-                f" (under `mlflow run`, a relative path is read from the project folder "
-                f"{os.getcwd()!r}: pass an absolute path or a URI)"
-            )
-        raise InputError(f"predictions file not found: {source!r}{hint}") from exc
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(
-            f"{source!r} is a directory; give a file ({', '.join(FORMATS)}), "
-            "or read a folder of files with --engine spark"
-        )
-    if not os.access(path, os.R_OK):
-        raise InputError(f"cannot read {source!r}: permission denied")
-    if stat.S_ISREG(info.st_mode):
-        return path
-    if not stat.S_ISFIFO(info.st_mode):
-        raise InputError(
-            f"{source!r} is not a regular file (a device or a socket); give a file "
-            f"({', '.join(FORMATS)})"
-        )
-    copy = os.path.join(_temp_folder(), os.path.basename(path))
-    try:
-        with open(path, "rb") as pipe, open(copy, "wb") as out:
-            _copy(pipe, out, _max_input_bytes())
-    except (OSError, ValueError) as exc:
-        shutil.rmtree(os.path.dirname(copy), ignore_errors=True)
-        raise InputError(f"cannot read {source!r}: {first_line(exc)}") from exc
-    return copy
 
 
 def open_table(source: str | None = None, fmt: str | None = None) -> Table:
     """The prediction table at ``source`` (the packaged sample when ``None`` or empty).
 
-    Checks what can be checked before reading (the file exists, is a file, is readable, has a
-    known format; a ``runs:/`` artifact or an ``http(s)://`` URL is downloaded, a named pipe
-    copied, to a temporary file removed at exit); raises `InputError` with one line.
+    Checks what can be checked before reading, downloading or copying what is not a local
+    regular file (`numdiff_component.sources.locate`); raises `InputError` with one line.
     """
     if not source:
         path = str(sample_path())
         return Table(path, path, "numdiff_sample", "csv")
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    scheme = urlparse(source).scheme
-    local: str | None
-    if scheme in _MLFLOW_SCHEMES:
-        _check_artifact_uri(source)
-        local = _download(source)
-    elif scheme in _HTTP_SCHEMES:
-        fmt = fmt or detect_format(source)  # before downloading what could not be read
-        local = _fetch(source)
-    else:
-        local = local_path(source)
-    if local is not None:
-        local = _local_file(local, source)
-    fmt = fmt or detect_format(source)
-    if fmt == "parquet" and (local or source).lower().endswith(_COMPRESSION):
-        raise InputError(
-            f"{source!r} is a compressed Parquet file; Parquet compresses its own pages: "
-            "give the .parquet file uncompressed"
-        )
+    local, fmt = locate(source, fmt)
     return Table(source, local or source, dataset_name(source), fmt)

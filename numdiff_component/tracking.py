@@ -209,12 +209,24 @@ def experiment_id(name: str | None) -> str | None:
     if found:
         return str(found.experiment_id)
     try:
-        return str(client.create_experiment(name))
+        return str(client.create_experiment(name, artifact_location=_artifact_root()))
     except MlflowException:
         found = client.get_experiment_by_name(name)
         if found is None:
             raise
         return str(found.experiment_id)
+
+
+def _artifact_root() -> str | None:
+    """Where a new experiment keeps its artifacts: for a sqlite store, the folder
+    ``mlartifacts`` beside the store; MLflow's default, ``./mlruns``, is in the working folder,
+    which the job does not write. Other stores: their own default (``None``)."""
+    import mlflow
+
+    path = mlflow.get_tracking_uri().removeprefix("sqlite:///")
+    if path.startswith("sqlite:") or path in ("", ":memory:") or "://" in path:
+        return None
+    return (Path(path).resolve().parent / "mlartifacts").as_uri()
 
 
 def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any:
@@ -354,7 +366,8 @@ def load_results(ref: str) -> RunResults:
             extra=size,
         )
         frame = pd.read_parquet(local)
-    return RunResults(frame, ref, recorded(run.data.params))
+    deleted = run.info.lifecycle_stage == "deleted"
+    return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted)
 
 
 def _not_there_is_input(ref: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -370,6 +383,26 @@ def _not_there_is_input(ref: str, call: Callable[..., T], *args: Any, **kwargs: 
             f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}): "
             f"{first_line(exc)}"
         ) from exc
+
+
+def download_artifact(uri: str, folder: str) -> str:
+    """Download the artifact ``uri`` (``runs:/<run_id>/<path>``...) into ``folder``; its local
+    path. Within the tracking deadline: a server that fails or does not answer is
+    `TrackingError`; a run or artifact that is not there is `InputError`."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    def download() -> str:
+        try:
+            return str(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=folder))
+        except MlflowException as exc:
+            if exc.error_code not in _NOT_THERE:
+                raise  # the server failed, not the artifact: a tracking failure
+            raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
+        except FileNotFoundError as exc:  # a local artifact store without that file
+            raise InputError(f"cannot download {uri!r}: {first_line(exc)}") from exc
+
+    return within(f"download {uri!r}", download)
 
 
 def log_comparison(

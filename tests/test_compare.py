@@ -322,3 +322,46 @@ def test_compare_of_runs_leaves_no_temporary_copy(
     done = numdiff_process("compare", *scored_runs_a_b, env={"TMPDIR": str(temp)})
     assert done.returncode == 0, done.stderr
     assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"score": [1.0, 1.5, 1.0]}, r"impossible scores \(e.g. 1.5 in row 1\)"),
+        ({"score": [1.0, -2.0, 1.0]}, r"impossible scores \(e.g. -2 in row 1\)"),
+        ({"score": [1.0, math.nan, 1.0]}, r"impossible scores \(e.g. nan in row 1\)"),
+        ({"label": ["pass", "pass", "pass"]}, r"'pass' with passed=False in row 1"),
+        ({"label": ["fail", "unparseable", "pass"]}, r"'fail' with passed=True in row 0"),
+        ({"label": ["pass", "maybe", "pass"]}, r"'maybe' with passed=False in row 1"),
+    ],
+)
+def test_impossible_values_in_an_edited_results_file_are_refused(
+    edit: dict[str, list[object]], message: str, tmp_path: Path
+) -> None:
+    a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
+    with pytest.raises(InputError, match=message):
+        compare_results(a, a.assign(**edit), id_col="id")
+    # The same through the command, on a hand-edited results file: exit 2, one line.
+    a.to_parquet(tmp_path / "a.parquet")
+    a.assign(**edit).to_parquet(tmp_path / "b.parquet")
+    done = invoke("compare", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"))
+    one_line_error(done, 2, "run B has 1 ")
+
+
+@pytest.mark.slow
+def test_runs_not_finished_or_deleted_are_warned_of(scored_runs_a_b: tuple[str, str]) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    a, b = scored_runs_a_b
+    client.update_run(a, status="RUNNING")
+    client.set_terminated(b, status="FAILED")
+    client.delete_run(b)
+    done = numdiff_process("compare", a, b)
+    assert done.returncode == 0, done.stderr
+    warnings = done.stderr.strip().splitlines()
+    assert warnings == [
+        f"numdiff: warning: run A {a!r} is RUNNING: its results may not be complete yet",
+        f"numdiff: warning: run B {b!r} is FAILED: its results may be from a failed job",
+        f"numdiff: warning: run B {b!r} is deleted (in the trash of its experiment)",
+    ]
