@@ -70,12 +70,12 @@ def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
 
 
 def _mlflow_run(
-    *params: str, cwd: Path, env: dict[str, str] | None = None
+    *params: str, project: Path, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     args = [
         os.path.join(os.path.dirname(sys.executable), "mlflow"),
         "run",
-        str(ROOT),
+        str(project),
         "--env-manager",
         "local",
     ]
@@ -107,8 +107,11 @@ def _check_run(run_id: str, n_rows: int, dataset_name: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_mlflow_run_with_no_parameters_scores_the_sample(tracking_uri: str, tmp_path: Path) -> None:
-    proc = _mlflow_run(cwd=tmp_path)  # from a folder that is not the project's
+def test_mlflow_run_with_no_parameters_scores_the_sample(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    # From a folder that is not the project's.
+    proc = _mlflow_run(project=mlflow_project, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
     results = _check_run(_run_id(proc.stdout), len(sample), "numdiff_sample")
@@ -116,7 +119,9 @@ def test_mlflow_run_with_no_parameters_scores_the_sample(tracking_uri: str, tmp_
 
 
 @pytest.mark.slow
-def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path: Path) -> None:
+def test_mlflow_run_reads_an_earlier_steps_artifact(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
     import mlflow
 
     table = pd.DataFrame(
@@ -132,7 +137,12 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(tracking_uri: str, tmp_path:
         mlflow.log_artifact(str(path), artifact_path="preds")
     uri = f"runs:/{upstream.info.run_id}/preds/predictions.parquet"
     proc = _mlflow_run(
-        f"predictions={uri}", "output_col=answer", "expected_col=truth", "id_col=qid", cwd=tmp_path
+        f"predictions={uri}",
+        "output_col=answer",
+        "expected_col=truth",
+        "id_col=qid",
+        project=mlflow_project,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = _check_run(_run_id(proc.stdout), 3, "predictions")
@@ -170,9 +180,13 @@ def _only_run() -> Run:
 
 
 @pytest.mark.slow
-def test_mlflow_run_tags_why_a_step_failed(tracking_uri: str, tmp_path: Path) -> None:
+def test_mlflow_run_tags_why_a_step_failed(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
     """Under mlflow run every failure exits 1: the run's tags tell bad input from the gate."""
-    proc = _mlflow_run(f"predictions={tmp_path / 'missing.csv'}", cwd=tmp_path)
+    proc = _mlflow_run(
+        f"predictions={tmp_path / 'missing.csv'}", project=mlflow_project, cwd=tmp_path
+    )
     assert proc.returncode == 1
     run = _only_run()
     assert run.info.status == "FAILED"
@@ -182,8 +196,10 @@ def test_mlflow_run_tags_why_a_step_failed(tracking_uri: str, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_mlflow_run_tags_a_failed_gate(tracking_uri: str, tmp_path: Path) -> None:
-    proc = _mlflow_run("fail_under=0.99", cwd=tmp_path)
+def test_mlflow_run_tags_a_failed_gate(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    proc = _mlflow_run("fail_under=0.99", project=mlflow_project, cwd=tmp_path)
     assert proc.returncode == 1
     run = _only_run()
     assert run.info.status == "FAILED"
@@ -193,14 +209,15 @@ def test_mlflow_run_tags_a_failed_gate(tracking_uri: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_mlflow_run_with_a_relative_store_fails_at_once(tmp_path: Path) -> None:
+def test_mlflow_run_with_a_relative_store_fails_at_once(
+    tmp_path: Path, mlflow_project: Path
+) -> None:
     """A relative sqlite URI names another store in the project folder: refused, nothing left."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_EXPERIMENT")}
     env["MLFLOW_TRACKING_URI"] = "sqlite:///mlflow.db"
-    assert not (ROOT / "mlflow.db").exists()
-    proc = _mlflow_run(cwd=tmp_path, env=env)
+    proc = _mlflow_run(project=mlflow_project, cwd=tmp_path, env=env)
     assert proc.returncode == 1
     assert "is a relative path, which under `mlflow run` names another store" in proc.stderr
-    assert not (ROOT / "mlflow.db").exists()  # nothing left in the project folder
+    assert not (mlflow_project / "mlflow.db").exists()  # nothing left in the project folder
     (run,) = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs(["0"])
     assert run.info.status == "FAILED"  # the caller's store holds the failed run
