@@ -18,7 +18,7 @@ from mlflow.entities import Run
 from numdiff_component.cli import score
 from numdiff_component.options import SCHEMA, OptionSpec
 from numdiff_component.tables import sample_path
-from tests.conftest import numdiff_process
+from tests.conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())
@@ -152,14 +152,13 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(
 
 @pytest.mark.slow
 def test_cli_logs_to_a_real_tracking_server(mlflow_server: str, tmp_path: Path) -> None:
-    proc = numdiff_process(
+    proc = invoke(
         "score",
         "--experiment-name",
         "over-http",
         "--results-dir",
         str(tmp_path / "res"),
         env={"MLFLOW_TRACKING_URI": mlflow_server},
-        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(mlflow_server)
