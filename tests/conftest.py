@@ -1,6 +1,11 @@
-"""Shared test helpers: a private MLflow store per test, a real tracking server on loopback,
-the ``numdiff`` command in process and as a real process, table writers, and the SPEC's example
-table. Test modules import the plain helpers from here (``from tests.conftest import ...``)."""
+"""Shared test helpers: a private MLflow store per test, real tracking servers on loopback (one
+shared by the whole run, or a test's own), a copy of the MLflow project, the ``numdiff`` command
+in process and as a real process, table writers, and the SPEC's example table. Test modules
+import the plain helpers from here (``from tests.conftest import ...``).
+
+The suite runs under pytest-xdist (``-n auto`` in pyproject.toml): what is costly to make is
+made once per run for all workers (`once_per_run`), and no test may rely on another's leftovers
+or on what the checkout folder holds besides the repository's files."""
 
 from __future__ import annotations
 
@@ -197,6 +202,14 @@ def tracking_server(
         stop(process)
 
 
+_CLIENT_SETTINGS = {
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_EXPERIMENT_ID",
+    "MLFLOW_EXPERIMENT_NAME",
+    "MLFLOW_RUN_ID",
+}
+
+
 def _start_server(store: Path, artifacts: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """A started ``mlflow server`` (see `tracking_server`) and its URL, once it answers."""
     if not store.exists():
@@ -222,9 +235,11 @@ def _start_server(store: Path, artifacts: Path, log: Path) -> tuple[subprocess.P
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=store.parent,  # not the folder of whichever test happened to start it
             # No job execution: it starts eight helper processes and doubles the start-up time.
+            # Nothing of the test that started it (its store, experiment or run).
             env={
-                **os.environ,
+                **{k: v for k, v in os.environ.items() if k not in _CLIENT_SETTINGS},
                 "MLFLOW_DISABLE_TELEMETRY": "true",
                 "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
             },
