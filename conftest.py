@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 SPARK_MODULE = Path(__file__).parent / "numdiff_component" / "spark.py"
 
 
@@ -24,3 +26,16 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
     if collection_path == SPARK_MODULE and not _pyspark_importable():
         return True
     return None
+
+
+def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist each worker starts its own Spark (a JVM, seconds and hundreds of MiB):
+    # the tests that use Spark in process all go to one worker (--dist loadgroup).
+    for item in items:
+        path = Path(item.path)
+        if (
+            path == SPARK_MODULE
+            or path.name.startswith("test_spark")
+            or "spark" in getattr(item, "fixturenames", ())
+        ):
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -1,16 +1,24 @@
-"""Shared test helpers: a private MLflow store per test, a real tracking server on loopback,
-the ``numdiff`` command in process and as a real process, table writers, and the SPEC's example
-table. Test modules import the plain helpers from here (``from tests.conftest import ...``)."""
+"""Shared test helpers: a private MLflow store per test, real tracking servers on loopback (one
+shared by the whole run, or a test's own), a copy of the MLflow project, the ``numdiff`` command
+in process and as a real process, table writers, and the SPEC's example table. Test modules
+import the plain helpers from here (``from tests.conftest import ...``).
+
+The suite runs under pytest-xdist (``-n auto`` in pyproject.toml): what is costly to make is
+made once per run for all workers (`once_per_run`), and no test may rely on another's leftovers
+or on what the checkout folder holds besides the repository's files."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -22,18 +30,87 @@ import pytest
 from hypothesis import strategies as st
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+# The 20 s deadline per tracking call is for users; on a loaded machine making a new sqlite store
+# alone can take longer. Tests of the deadline set their own.
+os.environ.setdefault("NUMDIFF_TRACKING_TIMEOUT", "120")
 BIN = str(Path(sys.executable).parent)
 BOUND = 120  # seconds: no numdiff process started by a test may take longer
+ROOT = Path(__file__).resolve().parents[1]
+
+# --- what the workers of one pytest run share -----------------------------------------------------
+# Under pytest-xdist every worker is a process of its own with its own session fixtures. What is
+# costly to make (an initialised store, a tracking server) is made once per run instead: by the
+# first worker that asks, under a file lock, in a folder the controller makes before the workers
+# start (they inherit RUN_DIR) and removes, with the servers in it, after they have ended.
+
+RUN_DIR = "NUMDIFF_TEST_RUN_DIR"
+_made_here: Path | None = None  # the run folder, in the process that made it (and cleans up)
+_started_here: list[subprocess.Popen[bytes]] = []  # shared servers this process started
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _made_here
+    if RUN_DIR not in os.environ:  # the controller, or a run without workers
+        _made_here = Path(tempfile.mkdtemp(prefix="numdiff-tests-"))
+        os.environ[RUN_DIR] = str(_made_here)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _made_here
+    if _made_here is None:
+        return
+    for pid_file in _made_here.glob("*/pid"):
+        _stop_group(int(pid_file.read_text()))
+    shutil.rmtree(_made_here, ignore_errors=True)
+    os.environ.pop(RUN_DIR, None)
+    _made_here = None
+
+
+def once_per_run(name: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of this pytest run, filled by ``make(folder)`` once for all workers.
+
+    The first worker to ask makes it while the others wait on a file lock; a ``make`` that
+    raises leaves no folder, and the next to ask tries again.
+    """
+    run = Path(os.environ[RUN_DIR])
+    folder = run / name
+    with open(run / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / "done").touch()
+    return folder
+
+
+def _make_store(folder: Path) -> None:
+    from mlflow import MlflowClient
+
+    store = folder / "mlflow.db"
+    MlflowClient(f"sqlite:///{store}").search_experiments()
+    # MLflow puts the Default experiment's artifacts in ./mlruns of the folder it runs in, which
+    # may be the checkout: here they go beside the template instead.
+    _set_default_artifacts(store, str(folder / "mlruns" / "0"))
+
+
+def _set_default_artifacts(store: Path, location: str) -> None:
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (location,)
+        )
+
+
+def empty_store() -> Path:
+    """An initialised sqlite store (MLflow's tables made: that takes seconds), made once per run:
+    copy it, never write to it."""
+    return once_per_run("store", _make_store) / "mlflow.db"
 
 
 @pytest.fixture(scope="session")
-def _empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An initialised sqlite store, made once: creating MLflow's tables takes seconds."""
-    path = tmp_path_factory.mktemp("store") / "mlflow.db"
-    from mlflow import MlflowClient
-
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
+def _empty_store() -> Path:
+    """`empty_store`, as a fixture."""
+    return empty_store()
 
 
 @pytest.fixture
@@ -115,7 +192,32 @@ def _leads_group(process: subprocess.Popen[bytes]) -> bool:
 def tracking_server(
     store: Path, artifacts: Path, log: Path
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped."""
+    """``mlflow server`` on a free loopback port over the sqlite ``store``; always stopped.
+
+    A ``store`` that does not exist yet starts as a copy of `empty_store`, as the server would
+    make it (the Default experiment's artifacts go through the server): making MLflow's tables
+    is a good part of a server's start-up.
+    """
+    process, url = _start_server(store, artifacts, log)
+    try:
+        yield url, process
+    finally:
+        stop(process)
+
+
+_CLIENT_SETTINGS = {
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_EXPERIMENT_ID",
+    "MLFLOW_EXPERIMENT_NAME",
+    "MLFLOW_RUN_ID",
+}
+
+
+def _start_server(store: Path, artifacts: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A started ``mlflow server`` (see `tracking_server`) and its URL, once it answers."""
+    if not store.exists():
+        shutil.copy(empty_store(), store)
+        _set_default_artifacts(store, "mlflow-artifacts:/0")
     port = free_port()
     with open(log, "ab") as out:
         process = subprocess.Popen(
@@ -136,19 +238,22 @@ def tracking_server(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=store.parent,  # not the folder of whichever test happened to start it
             # No job execution: it starts eight helper processes and doubles the start-up time.
+            # Nothing of the test that started it (its store, experiment or run).
             env={
-                **os.environ,
+                **{k: v for k, v in os.environ.items() if k not in _CLIENT_SETTINGS},
                 "MLFLOW_DISABLE_TELEMETRY": "true",
                 "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
             },
         )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_for_http(f"{url}/health", process=process)
-            yield url, process
-        finally:
-            stop(process)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/health", process=process)
+    except BaseException:
+        stop(process)
+        raise
+    return process, url
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -159,13 +264,70 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=20)
 
 
+def _stop_group(pid: int) -> None:
+    """Stop the session that process ``pid`` leads, which need not be a child of this process
+    (a worker that has ended started it): SIGTERM, then SIGKILL after 20 seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reaps it where it is a child of this process
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def _start_shared_server(folder: Path) -> None:
+    process, url = _start_server(folder / "mlflow.db", folder / "artifacts", folder / "server.log")
+    _started_here.append(process)  # kept: a Popen collected while running warns
+    (folder / "pid").write_text(str(process.pid))
+    (folder / "url").write_text(url)
+
+
+@pytest.fixture(scope="session")
+def shared_mlflow_server() -> str:
+    """The URL of a real ``mlflow server`` on 127.0.0.1, one for the whole pytest run (all
+    workers), stopped when the run ends.
+
+    Every test that uses it shares it: log to an experiment of a name of the test's own, find
+    runs by their ids, never assume the server is empty or stop it. A test that stops, kills
+    or breaks a server starts its own (`tracking_server`).
+    """
+    url = (once_per_run("server", _start_shared_server) / "url").read_text()
+    wait_for_http(f"{url}/health", timeout=30)  # still up: a test may not stop it
+    return url
+
+
 @pytest.fixture
-def mlflow_server(tmp_path: Path) -> Iterator[str]:
-    """A real ``mlflow server`` on 127.0.0.1 at a free port, stopped after the test."""
-    with tracking_server(
-        tmp_path / "server.db", tmp_path / "server-artifacts", tmp_path / "server.log"
-    ) as (url, _):
-        yield url
+def mlflow_server(shared_mlflow_server: str) -> str:
+    """`shared_mlflow_server`, under the name the tests used when each had a server of its own."""
+    return shared_mlflow_server
+
+
+# --- the MLflow project -----------------------------------------------------------------------
+
+PROJECT_FILES = ("MLproject", "conda.yaml", "examples")
+"""What a user's clone holds of the MLflow project beside the package (installed)."""
+
+
+@pytest.fixture
+def mlflow_project(tmp_path: Path) -> Path:
+    """A copy of the MLflow project in a folder of the test's own, for ``mlflow run``: what the
+    checkout folder holds besides (a user's ``mlflow.db``, ``mlruns/``) changes no test, and what
+    a run leaves in its project folder is the test's to see."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, project / name)
+        else:
+            shutil.copy(source, project / name)
+    return project
 
 
 # --- the numdiff command --------------------------------------------------------------------------

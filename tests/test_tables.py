@@ -11,7 +11,6 @@ import lzma
 import os
 import re
 import threading
-import time
 import zipfile
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -407,14 +406,14 @@ def test_csv_row_longer_than_the_limit(tmp_path: Path, monkeypatch: pytest.Monke
 def test_csv_with_too_many_columns_is_refused_at_once(n: int, tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
     names = ",".join(f"c{i}" for i in range(n))
-    path.write_text(f"{names}\n" + "\n".join(names for _ in range(20)) + "\n")
+    # Rows of two cells: a reader that went past the header would fail on them, not on the width.
+    path.write_text(f"{names}\n" + "1,2\n" * 20)
     table = open_table(str(path))
     for read in (lambda: next(table.batches()), table.read):
-        start = time.monotonic()
         with pytest.raises(InputError, match=r"columns, more than the limit of 10,000") as error:
             read()
-        assert time.monotonic() - start < 5
-    assert f" {n:,} columns" in str(error.value)
+    count = f" {n:,} columns" if n == MAX_COLUMNS + 1 else " at least "
+    assert count in str(error.value)
 
 
 @pytest.mark.parametrize(
@@ -591,15 +590,15 @@ def test_http_server_that_never_answers_times_out(
     server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NUMDIFF_HTTP_TIMEOUT", "1.5")
-    start = time.monotonic()
     source = f"{server.url}/silent.csv"
+    # The server holds the request for 30 s, then drops it: only the reader's own timeout gives
+    # this message (a dropped connection is another error).
     with pytest.raises(
         InputError,
         match=f"^cannot download {re.escape(repr(source))}: no answer within 1.5 s; "
         "raise NUMDIFF_HTTP_TIMEOUT to wait longer$",
     ):
         open_table(source)
-    assert time.monotonic() - start < 10
 
 
 def test_http_endless_stream_stops_at_the_limit(
