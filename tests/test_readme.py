@@ -440,8 +440,12 @@ def transcript(text: str) -> list[tuple[str, str]]:
 
 def _run_session(block: Block, work: Path, env: dict[str, str]) -> None:
     pairs = transcript(block.text)
-    # One bash for the whole session (so cd and export carry over), a mark after each command.
-    script = "".join(f"{command}\nprintf '\\n%s\\n' '{_MARK}'\n" for command, _ in pairs)
+    # One bash for the whole session (so cd and export carry over), a mark after each command,
+    # and the command's exit status kept for the next one (``echo $?``).
+    script = "".join(
+        f"{command}\n__status=$?; printf '\\n%s\\n' '{_MARK}'; (exit $__status)\n"
+        for command, _ in pairs
+    )
     done = _run(["bash", "-c", script], work, env)
     outputs = done.stdout.split(f"\n{_MARK}\n")
     for n, (command, want) in enumerate(pairs):
