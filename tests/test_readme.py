@@ -540,6 +540,15 @@ def test_signatures_list_every_option(name: str) -> None:
             )
 
 
+def test_options_table_lists_every_option() -> None:
+    """The guide's table of options has a row for each option of the schema, with its default."""
+    text = (ROOT / "docs" / "readings.md").read_text(encoding="utf-8")
+    for spec in SCHEMA:
+        default = f'"{spec.default}"' if isinstance(spec.default, str) else repr(spec.default)
+        row = rf"^\| `{spec.name}` \| `{re.escape(default)}` \|"
+        assert re.search(row, text, re.M), f"docs/readings.md: no row `{spec.name}` | `{default}`"
+
+
 def test_transcript_reads_commands_and_their_output() -> None:
     text = "$ a x \\\n    --y\nout 1\nout 2\n$ b\n$ c\nlast\n"
     assert transcript(text) == [("a x \\\n    --y", "out 1\nout 2"), ("b", ""), ("c", "last")]
