@@ -83,6 +83,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours: a terminal shows them, it does
 _RUN_WORDS = {"continued", "slow"}
 _MARK = "<<<readme-command-done>>>"
 _SPARK = re.compile(r"--engine[ =]spark|numdiff_component\.spark|\bpyspark\b")
+XDIST = importlib.util.find_spec("xdist") is not None
 
 
 @dataclass
@@ -200,6 +201,8 @@ def _params() -> Iterator[object]:
     for group in groups(RUNNABLE):
         where = group[0].where
         marks: list[pytest.MarkDecorator] = []
+        if XDIST:  # with --dist loadgroup, a page's blocks share a worker and its one process
+            marks.append(pytest.mark.xdist_group(name=group[0].page))
         if any("slow" in block.run for block in group):
             marks.append(pytest.mark.slow)
         key = tuple(block.content for block in group)
@@ -235,7 +238,7 @@ class Pages:
     def __init__(self, base: Path, template: Path, selected: list[list[Block]]) -> None:
         self.base = base
         self.template = template
-        self.selected = selected  # the groups this pytest session runs
+        self.selected = selected  # the groups this process runs: their scripts run together
         self.envs: dict[str, dict[str, str]] = {}
         self.scripts: dict[str, dict[str, subprocess.CompletedProcess[str]]] = {}
 
@@ -379,6 +382,12 @@ def pages(
         and getattr(item, "callspec", None) is not None
         and item.originalname == "test_block"
     ]
+    # An xdist worker collects every test but runs only those it is sent: unless a page's
+    # blocks all come to one worker (--dist loadgroup), each script runs on its own.
+    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("dist", "") != (
+        "loadgroup"
+    ):
+        selected = []
     return Pages(tmp_path_factory.mktemp("pages"), _empty_store, selected)
 
 
