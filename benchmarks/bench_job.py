@@ -44,8 +44,9 @@ writer.close()
 """The floor of the large job: the pyarrow pass over the same CSV."""
 
 
-def write_table(path: Path, rows: int) -> None:
+def write_table(path: str | Path, rows: int | str) -> None:
     """Two columns of numbers as text, written a million rows at a time."""
+    rows = int(rows)
     rng = np.random.default_rng(0)
     with pa_csv.CSVWriter(
         path, pa.schema([("output", pa.string()), ("expected", pa.string())])
@@ -91,7 +92,10 @@ def large_job(rows: int, runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         table = folder / "big.csv"
-        write_table(table, rows)
+        # In a process of its own: a child's peak memory counts its parent's at fork (Linux).
+        code = "import sys; from bench_job import write_table; write_table(*sys.argv[1:])"
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+        subprocess.run([sys.executable, "-c", code, str(table), str(rows)], env=env, check=True)
         env = tracking_env(folder)
         floor = [sys.executable, "-c", FLOOR, str(table), str(folder / "floor.parquet")]
         job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
