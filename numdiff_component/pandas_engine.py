@@ -3,7 +3,9 @@
 Each batch is scored by `score_frame` and appended to the results Parquet file under a
 temporary name, renamed when complete, so no partial file ever looks complete. A table that
 cannot be streamed (`StreamBroken`: a JSON Lines column changes type) is read again whole; the
-job sees each row once all the same.
+job sees each row once all the same. A batch is
+written by a thread of its own while the next one is read and scored, with at most one write in
+flight: about three batches are alive at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -51,36 +55,93 @@ class PandasEngine:
     def _write(
         self, table: Table, config: JobConfig, path: Path, batch_rows: int | None
     ) -> Generator[pd.DataFrame, None, None]:
-        tmp = path.with_name(f".{path.name}.partial")
-        writer: pq.ParquetWriter | None = None
+        """Score ``table`` into ``path``, yielding each batch's results once its write has
+        started: the frames must not be modified (the write may still be reading them)."""
+        tmp = _ResultsFile(path.with_name(f".{path.name}.partial"))
         try:
             for batch in table.batches(batch_rows):
-                if writer is None:
+                if tmp.schema is None:
                     check_columns(
                         batch.columns, config.output_col, config.expected_col, config.id_col
                     )
                 results = score_frame(batch, config.output_col, config.expected_col, config.options)
                 arrow = _to_arrow(results)
-                if writer is None:
+                if tmp.schema is None:
                     metadata = {**(arrow.schema.metadata or {}), **file_metadata(config)}
-                    writer = pq.ParquetWriter(tmp, arrow.schema.with_metadata(metadata))
-                elif arrow.schema != writer.schema:
+                    tmp.open(arrow.schema.with_metadata(metadata))
+                elif arrow.schema != tmp.schema:
                     try:
-                        arrow = arrow.cast(writer.schema)
+                        arrow = arrow.cast(tmp.schema)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                         raise StreamBroken from exc  # a JSON Lines column changed type
-                writer.write_table(arrow)
+                tmp.append(arrow)
                 yield results
-            if writer is not None:
-                writer.close()
-                os.replace(tmp, path)
+            if tmp.close():
+                os.replace(tmp.path, path)
         except OSError as exc:
             raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc
         finally:
-            if writer is not None and tmp.exists():
-                with contextlib.suppress(Exception):  # closing fails again when the disk is full
-                    writer.close()
-                tmp.unlink(missing_ok=True)
+            tmp.discard()
+
+
+class _ResultsFile:
+    """The results Parquet file under its temporary name, appended to by a thread of its own
+    (Arrow writes without the GIL), one write in flight.
+
+    `close` completes it; `discard` removes it whatever the writing was doing, since a signal
+    can stop the main thread anywhere (inside `open`, while the thread starts). The thread holds
+    the lock while it writes, so the writer is never closed under a write.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.schema: pa.Schema | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="numdiff-results")
+        self._writing: Future[None] | None = None
+
+    def open(self, schema: pa.Schema) -> None:
+        # A dictionary is given up once it passes 64 KiB (pyarrow: 1 MiB): a column of distinct
+        # numbers or texts costs little to try, and a column of few values is still stored as one.
+        self.schema = schema
+        self._writer = pq.ParquetWriter(self.path, schema, dictionary_pagesize_limit=64 << 10)
+
+    def append(self, table: pa.Table) -> None:
+        self._wait()
+        self._writing = self._pool.submit(self._write, table)
+
+    def _wait(self) -> None:
+        if self._writing is not None:
+            self._writing.result()  # the write's error (a full disk) is raised here
+
+    def _write(self, table: pa.Table) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.write_table(table)
+
+    def _take(self) -> pq.ParquetWriter | None:
+        """The writer, once no write is running; none starts after."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+        self._pool.shutdown()
+        return writer
+
+    def close(self) -> bool:
+        """Wait for the writes and complete the file; whether there is one (rows were read)."""
+        self._wait()
+        writer = self._take()
+        if writer is not None:
+            writer.close()
+        return writer is not None
+
+    def discard(self) -> None:
+        """Remove the file, unless `close` completed it and it was renamed."""
+        writer = self._take()
+        if writer is not None:
+            with contextlib.suppress(Exception):  # closing fails again when the disk is full
+                writer.close()
+        self.path.unlink(missing_ok=True)
 
 
 def _to_arrow(results: pd.DataFrame) -> pa.Table:

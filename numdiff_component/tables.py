@@ -75,6 +75,7 @@ __all__ = [  # what the rest of the package imports from here
 
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused
+_STREAM_BLOCK = 1 << 20  # pyarrow's CSV reader reads up to 32 blocks ahead: 32 MiB at most
 _MAX_BLOCK = (1 << 31) - 1  # pyarrow's CSV block size is an int32
 
 # What the readers raise for a file they cannot read. Anything else (TypeError, AttributeError,
@@ -116,7 +117,8 @@ class Table:
             if batch_rows is None or self.format == "json" or is_remote(self.path):
                 yield read_frame(self.path, self.format)
             elif self.format == "csv":
-                yield from _csv_batches(self.path, max(1 << 12, batch_rows * 64))
+                size = max(1 << 12, batch_rows * 64)
+                yield from _csv_batches(self.path, min(size, _STREAM_BLOCK), batch_rows, size)
             elif self.format == "parquet":
                 yield from _parquet_batches(self.path, batch_rows)
             else:
@@ -266,8 +268,12 @@ class _CrlfWhole(io.RawIOBase):
         return data
 
 
-def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
-    """CSV cells as text, in blocks of bytes: every column typed string, empty cells ``""``."""
+def _csv_batches(
+    path: str, block_size: int, batch_rows: int | None = None, batch_bytes: int = 0
+) -> Iterator[pd.DataFrame]:
+    """CSV cells as text, read in blocks of ``block_size`` bytes (the longest row that can be
+    streamed), as frames of at most ``batch_rows`` rows and about ``batch_bytes`` bytes (one
+    frame a block by default): every column typed string, empty cells ``""``."""
     _csv_width(path)
     # A quoted cell may hold newlines (a model's multi-line answer); without this option a block
     # boundary inside such a cell puts the reader out of sync. It costs no measurable time.
@@ -280,12 +286,33 @@ def _csv_batches(path: str, block_size: int) -> Iterator[pd.DataFrame]:
             convert = pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
             )
-            for batch in pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert):
-                yield batch.to_pandas()
+            reader = pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert)
+            for table in _regroup(reader, batch_rows, batch_bytes):
+                yield table.to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block
             raise StreamBroken from exc
         raise
+
+
+def _regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
+    """The reader's rows in order, as tables of at most ``rows`` rows (``None``: no limit) that
+    end once they hold ``size`` bytes or more; sliced and chunked, never copied."""
+    held: list[pa.RecordBatch] = []
+    n = nbytes = 0
+    for batch in reader:
+        if not held and batch.num_rows == 0:
+            held.append(batch)  # an empty file's single batch still gives a frame
+        while batch.num_rows:
+            part = batch.slice(0, batch.num_rows if rows is None else rows - n)
+            batch = batch.slice(part.num_rows)
+            held.append(part)
+            n, nbytes = n + part.num_rows, nbytes + part.nbytes
+            if n == rows or nbytes >= size:
+                yield pa.Table.from_batches(held, reader.schema)
+                held, n, nbytes = [], 0, 0
+    if held:
+        yield pa.Table.from_batches(held, reader.schema)
 
 
 def _csv_whole(path: str) -> pd.DataFrame:
