@@ -16,6 +16,7 @@ import pytest
 from numdiff_component import Options, score_frame
 from numdiff_component.job import JobConfig, run_job
 from numdiff_component.pandas_engine import PandasEngine, _to_arrow
+from numdiff_component.results import file_metadata
 from numdiff_component.tables import DEFAULT_BATCH_ROWS, _regroup, open_table
 from tests.conftest import write_table
 
@@ -49,7 +50,7 @@ def plain_results(source: str, config: JobConfig) -> pa.Table:
     results = score_frame(open_table(source).read(), options=config.options)
     arrow = _to_arrow(results)
     return arrow.replace_schema_metadata(
-        {**(arrow.schema.metadata or {}), **config.results_metadata()}
+        {**(arrow.schema.metadata or {}), **file_metadata(config)}
     )
 
 
@@ -117,7 +118,7 @@ def test_closing_the_engine_early_leaves_no_file_and_no_writer_thread(tmp_path: 
     config = JobConfig(str(source), results_dir=str(tmp_path), track=False, batch_rows=64)
     engine = PandasEngine()
     path = tmp_path / "results.parquet"
-    batches = engine.score(engine.open(config), config, path, config.batch_rows)
+    batches = engine.score(engine.open(config), config, path)
     first = next(batches)
     pd.testing.assert_frame_equal(
         first, score_frame(MIXED.head(64), options=config.options), check_exact=True

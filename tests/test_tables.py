@@ -413,8 +413,7 @@ def test_csv_with_too_many_columns_is_refused_at_once(n: int, tmp_path: Path) ->
     for read in (lambda: next(table.batches()), table.read):
         with pytest.raises(InputError, match=r"columns, more than the limit of 10,000") as error:
             read()
-    count = f" {n:,} columns" if n == MAX_COLUMNS + 1 else " at least "
-    assert count in str(error.value)
+    assert f" {n:,} columns" in str(error.value)
 
 
 @pytest.mark.parametrize(
