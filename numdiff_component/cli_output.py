@@ -27,8 +27,7 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
             "mae",
             "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
             math.nan,
-            # MLflow stores no infinity: the metric holds the largest float instead.
-            "logged to MLflow as 1.797e+308" if math.isinf(aggregates["mae"]) else "",
+            "",  # when inf, a note says what MLflow holds instead (job.INFINITE_MAE)
         ),
         ("rows", f"{int(n):,}", math.nan, ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
