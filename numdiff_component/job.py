@@ -15,6 +15,7 @@ temporary folder is removed once everything is logged; it stays when logging fai
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -89,6 +90,10 @@ class JobOutcome:
         if self.kept or self.run_id is None:
             return str(self.results_path)
         return f"runs:/{self.run_id}/{PREFIX}/{RESULTS_PARQUET}"
+
+
+INFINITE_MAE = "mae is inf, logged to MLflow as 1.797e+308 (MLflow stores no infinity)"
+"""The note shown with results whose MAE is infinite."""
 
 
 @dataclass
@@ -214,6 +219,8 @@ def _run(
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
     notes = collected.notes(config.options)
+    if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
+        notes += (INFINITE_MAE,)
     reports = _write_report(collected.report, path, aggregates, source, notes)
     evaluation = Evaluation(
         **vars(config.scoring),

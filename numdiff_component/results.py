@@ -20,7 +20,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.aggregate import gate_failure, headline, pass_rate_stderr
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.report_render import markdown, text
@@ -98,13 +98,29 @@ def _open_claim(folder: Path) -> int:
         if exc.errno != errno.EISDIR:
             raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
         fd = None
-    if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.stat(where, follow_symlinks=False).st_mode if fd is None else os.fstat(fd).st_mode
+    if fd is None or not stat.S_ISREG(mode):
         if fd is not None:
             os.close(fd)
         raise InputError(
-            f"{where!r} is not a file numdiff wrote; remove it or give another --results-dir"
+            f"{where!r} is {_kind(mode)}, not a file numdiff wrote; remove it or give another "
+            "--results-dir"
         )
     return fd
+
+
+def _kind(mode: int) -> str:
+    """What kind of file ``mode`` says, for a message: "a FIFO (named pipe)", "a folder"..."""
+    kinds = [
+        (stat.S_ISREG, "a file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _read_claim(fd: int, folder: Path) -> dict[str, str]:
@@ -128,10 +144,32 @@ def _read_claim(fd: int, folder: Path) -> dict[str, str]:
 
 
 def _write_claim(fd: int, folder: Path) -> None:
+    """Record the outputs now in ``folder`` in the claim: all of it or nothing. The space is
+    reserved first (a full disk fails before a byte changes) and the JSON is padded with spaces
+    to the old length, so no truncation is needed and the claim is never half old, half new."""
     outputs = {name: fingerprint(folder / name) for name in OUTPUTS}
     data = json.dumps({"numdiff": 1, "outputs": {k: v for k, v in outputs.items() if v}})
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data.encode(), 0)
+    padded = data.encode().ljust(os.fstat(fd).st_size, b" ")
+    try:
+        with suppress_unsupported():
+            os.posix_fallocate(fd, 0, len(padded))
+        os.pwrite(fd, padded, 0)
+    except OSError as exc:
+        raise InputError(
+            f"cannot record the outputs in {str(folder / CLAIM)!r}: {exc.strerror}; the outputs "
+            f"in {str(folder)!r} are complete, but a next job there will refuse to replace "
+            "them: free some space, or remove them"
+        ) from exc
+
+
+@contextmanager
+def suppress_unsupported() -> Iterator[None]:
+    """Go on where the file system cannot do what is asked (reserving space, on some)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
 
 
 @contextmanager
@@ -149,6 +187,12 @@ def results_folder(requested: str | None, input_path: str | None = None) -> Iter
     folder = Path(requested or tempfile.mkdtemp(prefix=TEMPORARY_PREFIX))
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # something that is not a folder has the name
+        mode = os.lstat(folder).st_mode  # a link that leads nowhere is said to be one
+        raise InputError(
+            f"results folder {str(folder)!r} is {_kind(mode)}, not a folder; give a folder "
+            "(or a new name) as --results-dir"
+        ) from None
     except OSError as exc:
         raise InputError(f"cannot use results folder {str(folder)!r}: {exc.strerror}") from exc
     fd = _open_claim(folder)
@@ -180,7 +224,10 @@ def results_folder(requested: str | None, input_path: str | None = None) -> Iter
         try:
             yield folder
         except BaseException:
-            _write_claim(fd, folder)  # what is there now is a job's: an earlier one's or this
+            # What is there now is a job's: an earlier one's or this one's. When the disk is
+            # full, the job's own error says more than the claim's.
+            with suppress(InputError):
+                _write_claim(fd, folder)
             raise
         for name, found in before.items():  # an earlier job's, not written again: stale
             path = folder / name
@@ -288,10 +335,16 @@ class Evaluation(Scoring):
         summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
-        if self.gate is not None:
+        if self.fail_under is not None:
             rate = self.aggregates["pass_rate"]
-            sign = ">=" if self.gate == "passed" else "<"
-            lines += ["", f"Gate {self.gate}: pass rate {rate:.4f} {sign} {self.fail_under:g}."]
+            if self.gate == "failed":
+                why = gate_failure(rate, self.fail_under)  # as the terminal says it
+            else:
+                shown, bar = f"{rate:.4f}", f"{self.fail_under:g}"
+                if float(shown) < float(bar):  # rounded, it would look like a failure
+                    shown, bar = repr(float(rate)), repr(float(self.fail_under))
+                why = f"pass rate {shown} >= --fail-under {bar}"
+            lines += ["", f"Gate {self.gate}: {why}."]
         return "\n".join(lines)
 
 

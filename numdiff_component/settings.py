@@ -4,9 +4,12 @@ the tracking store is. No MLflow here: `numdiff_component.tracking` applies them
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlparse
 
 from numdiff_component.errors import InputError
@@ -73,3 +76,25 @@ def _relative_store(uri: str) -> bool:
         return bool(path) and path != ":memory:" and not path.startswith("/")
     parsed = urlparse(uri)
     return parsed.scheme in ("", "file") and bool(parsed.path) and not parsed.path.startswith("/")
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Hold a local sqlite store's file for this process alone: jobs started at once on a store
+    that does not exist yet would each make its tables (MLflow's migrations) and fail. The wait
+    is bounded by the deadline of the calls of the job holding it. Nothing for other stores, nor
+    for a path that cannot be opened (MLflow then says why)."""
+    path = uri.removeprefix("sqlite:///").split("?")[0] if uri.startswith("sqlite:///") else ""
+    fd = None
+    if path and path != ":memory:":
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # sqlite takes an empty file
+        except OSError:
+            fd = None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # not sqlite's own locks (fcntl's): independent
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # and with it the lock

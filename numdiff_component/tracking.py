@@ -35,10 +35,7 @@ from numdiff_component.results import (
     table_for_ui,
     tags,
 )
-from numdiff_component.settings import (
-    _relative_store,
-    tracking_timeout,
-)
+from numdiff_component.settings import _relative_store, store_lock, tracking_timeout
 
 LOG_TABLE_MAX_ROWS = 100_000
 T = TypeVar("T")
@@ -54,9 +51,10 @@ def mlflow_errors(what: str) -> Iterator[None]:
 
     failures: tuple[type[Exception], ...] = (MlflowException, OSError)  # network: OSErrors
     with contextlib.suppress(ImportError):  # a sqlite store's own errors ("database is locked")
+        from alembic.util.exc import CommandError  # its tables, made by another at the same time
         from sqlalchemy.exc import SQLAlchemyError
 
-        failures = (*failures, SQLAlchemyError)
+        failures = (*failures, SQLAlchemyError, CommandError)
     try:
         yield
     except failures as exc:
@@ -145,12 +143,11 @@ def mlflow_run(
     if not MLFLOW_RUN_ID.get():
         run_name = run_name or default_run_name
     active = mlflow.active_run() if use_active else None
-    run = active or within(
-        what,
-        mlflow.start_run,
-        run_name=run_name,
-        experiment_id=within(what, experiment_id, experiment_name),
-    )
+    run = active
+    if run is None:
+        with store_lock(mlflow.get_tracking_uri()):  # one job at a time makes a new store's tables
+            experiment = within(what, experiment_id, experiment_name)
+            run = within(what, mlflow.start_run, run_name=run_name, experiment_id=experiment)
     if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
         within(what, mlflow.set_tag, "mlflow.runName", default_run_name)
     try:

@@ -427,6 +427,35 @@ def test_full_disk_while_writing_the_report(tmp_path: Path, full_disk: Path) -> 
     assert_complete(results, source)
 
 
+def test_full_disk_when_the_claim_is_written(
+    tmp_path: Path, full_disk: Path, tracking_uri: str
+) -> None:
+    """Room for the results but not for the claim that records them: one line naming the
+    complete results, exit 2, and the claim as it was (empty, new), never half-written."""
+    source = table(50)
+    source.to_csv(tmp_path / "t.csv", index=False)
+    probe = JobConfig(str(tmp_path / "t.csv"), results_dir=str(tmp_path / "p"), track=False)
+    run_job(replace(probe, plots=False))  # the size of the results file, on a roomy disk
+    block = os.statvfs(full_disk).f_frsize
+    room = -(-(tmp_path / "p" / RESULTS).stat().st_size // block) * block  # its blocks, no more
+    free = os.statvfs(full_disk).f_bavail * block
+    (full_disk / "filler").write_bytes(b"\0" * (free - room))
+    results = full_disk / "res"
+    proc = numdiff_process(
+        "score", str(tmp_path / "t.csv"), "-q", "--no-plots", "--results-dir", str(results)
+    )
+    one_line_error(
+        proc,
+        2,
+        f"cannot record the outputs in {str(results / CLAIM)!r}",
+        "No space left on device",
+        f"the outputs in {str(results)!r} are complete",
+    )
+    assert (results / CLAIM).read_bytes() == b""
+    assert written(results) == [RESULTS]
+    assert_complete(results, source)
+
+
 # ---------------------------------------------------------------------------------------------
 # Concurrent jobs, the user's own files, signals, and servers that never answer
 
