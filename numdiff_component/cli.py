@@ -301,5 +301,7 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
     finally:
+        # Stopped: a later signal is ignored by the system itself, also while the interpreter
+        # shuts down (when Python's own handlers are gone), so the code agrees with the message.
         for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, _ignored if stopped else _stopped_at_exit)
+            signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)

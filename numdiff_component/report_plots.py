@@ -97,12 +97,17 @@ def _position(score: float) -> float:
     return i - 0.5 + (score - low) / (high - low) if high > low else float(i)
 
 
+_DRAWABLE = 1e300
+"""The largest magnitude the scatter draws."""
+
+
 def draw_scatter(sample: pd.DataFrame, n_rows: int, n_unparseable: int, title: str) -> bytes:
     """The sampled (output, expected) pairs, pass and fail, on axes fitted to the data."""
     fig, ax = _figure(6.5, 6.5)
     x = sample["output_value"].to_numpy(dtype=float)
     y = sample["expected_value"].to_numpy(dtype=float)
-    ok = np.isfinite(x) & np.isfinite(y)
+    # matplotlib cannot lay out axes near the float limit: such rows are counted, not drawn.
+    ok = (np.abs(x) <= _DRAWABLE) & (np.abs(y) <= _DRAWABLE)
     x, y, passed = x[ok], y[ok], sample["passed"].to_numpy(dtype=bool)[ok]
     n_parsed = n_rows - n_unparseable
     shown = f"{len(x):,} of {n_parsed:,}" if len(x) < n_parsed else f"{len(x):,}"

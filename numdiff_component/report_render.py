@@ -14,13 +14,15 @@ import base64
 import math
 import re
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import numpy as np
 import pandas as pd
 
 from numdiff_component.errors import visible
+
+if TYPE_CHECKING:
+    import jinja2
 
 CELL_CHARS = 60
 NUMERIC = {"row", "output value", "expected value", "score", "value", "standard error"}
@@ -30,6 +32,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 @cache
 def _environment(html: bool) -> jinja2.Environment:
+    import jinja2  # here, not above: Spark's workers import this module and need no Jinja2
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("numdiff_component", "templates"),
         autoescape=html,  # every value in report.html is escaped unless marked safe

@@ -49,9 +49,7 @@ def plain_results(source: str, config: JobConfig) -> pa.Table:
     """The results file's table by the plain path: read whole, score whole, convert."""
     results = score_frame(open_table(source).read(), options=config.options)
     arrow = _to_arrow(results)
-    return arrow.replace_schema_metadata(
-        {**(arrow.schema.metadata or {}), **file_metadata(config)}
-    )
+    return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **file_metadata(config)})
 
 
 @pytest.mark.parametrize("batch_rows", [7, 100, DEFAULT_BATCH_ROWS])

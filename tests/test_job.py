@@ -156,7 +156,7 @@ def test_a_note_names_the_preset_that_would_read_the_answers(
     if preset == "none":  # the first number of each chain of thought: every row fails
         (said,) = outcome.evaluation.notes
         assert said.startswith(note) and "of the 10 failing rows (pass rate 0.0000 -> " in said
-        assert "--preset answers" in summary and note in description  # summary: escaped
+        assert "--preset answers" in summary and markdown(note) in description  # escaped
     else:  # reading the final answer: nothing to say
         assert outcome.evaluation.notes == () and "--preset" not in summary + description
 
