@@ -178,6 +178,9 @@ _V3_PIECES = [
         "US-$5",
         "-$",
         "- $",
+        "\u2212\u20ac",
+        "-\u00a3",
+        "\u0112$",  # its UTF-8 ends with 0x92, as U+2212's does
         "35\u20ac99",
         "10\u20ac 20\u20ac",
     ),

@@ -150,16 +150,19 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     base = tier_options(opts)
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, base)
-    todo = valid if out is None else valid & ~np.isfinite(out)
     if out is None:
-        out = np.full(len(text), np.nan)
+        out, todo = np.full(len(text), np.nan), valid
+    else:
+        todo = valid & ~np.isfinite(out)
     if not todo.any():
         return out
     plain = todo & route(text, opts)
     todo &= ~plain
-    if todo.any():
+    if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
         hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
         out[todo] = _tiers(hidden, base)[todo]
+    elif todo.any():
+        out[todo] = _tiers(text.filter(todo), base)
     if plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
     return out
