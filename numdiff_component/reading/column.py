@@ -46,6 +46,37 @@ from numdiff_component.reading.words import FIRST_WORDS
 # Each test matches every text where its rule can read anything; a text it does not match reads
 # the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
 
+# A unit character of §1.2.5 (a superset: only ASCII spaces are left out of it), without e, E.
+_UNIT = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}]"
+_UNIT_NOT_E = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}eE]"
+
+
+def _ranges_test() -> str:
+    r"""§1.2.5: X's last character (a digit, a point, the ``}`` of a ``\frac``: other token ends
+    are routed by their own readings' tests), then, after blanks and a unit run or not, where
+    `ranges.extend` looks for them, a connector: ``-`` right there, an en dash after blanks, ``to``
+    after a gap; or ``between``.
+
+    One case is left out, so that exponents are not routed (``6.72e-03``): a unit that is just
+    ``e`` or ``E``, right after a digit or a point, then ``-`` and an ASCII digit. There the
+    decimal token took ``e-D`` as its exponent (greedily), so no token ends before the ``e``;
+    except A/B and ``\frac`` (a token that takes no exponent), kept by the last alternatives.
+    """
+    x, dash = "[0-9.,}]", r"[ \t]*\x{2013}|-?[ \t]+[tT][oO][ \t]"
+    connector = f"(?:-|{dash})"
+    return "|".join(
+        [
+            f"{x}{connector}",
+            rf"{x}[ \t]+{_UNIT}{{1,16}}{connector}",
+            f"{x}{_UNIT_NOT_E}{_UNIT}{{0,15}}{connector}",
+            f"{x}[eE]{_UNIT}{{1,15}}{connector}",
+            f"{x}[eE](?:{dash}|-[^0-9])",
+            r"(?:\}|/[0-9]+)[eE]-",
+            any_case("between"),
+        ]
+    )
+
+
 _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
     # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
@@ -62,13 +93,8 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     "scientific": lambda o: (
         rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])" if o.scientific else None
     ),
-    # §1.2.5: X's last character (a digit, a point, the } of a \frac: other token ends are
-    # routed by their own readings' tests), blanks, a unit of at most 16, blanks, a connector.
-    "ranges": lambda o: (
-        rf"[0-9.,}}][ \t]*[^ \t]{{0,17}}[ \t]*(?:[-\x{{2013}}]|[tT][oO][ \t])|{any_case('between')}"
-        if o.ranges == "mid"
-        else None
-    ),
+    # §1.2.5: see `_ranges_test`.
+    "ranges": lambda o: _ranges_test() if o.ranges == "mid" else None,
     # §1.2.6: an enclosure opens with "(".
     "negative": lambda o: r"\(" if o.negative == "parens" else None,
     # §1.2.7: a token ending with its mark, a space and two digits; or digits then €.
