@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.grammar import (
     CURRENCY,
+    EXTRA_SEPARATORS,
     group_separators,
     literal,
     separators,
@@ -69,9 +70,17 @@ def _lead_regex(opts: Options) -> str:
     lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
     if opts.scale == "words":
         pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
-        return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
-    pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
-    return lead + pct
+        lead = rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
+    else:
+        lead += "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
+    if opts.pick != "last" and (opts.thousands == "any" or opts.fractions):
+        lead += _NEXT
+    return lead
+
+
+# What may follow a token read by `_lead_regex` and make §1.1's token there another one (group
+# ``nx``): an extra grouping separator and a digit, the backslash of ``\\,``, the slash of A/B.
+_NEXT = f"(?P<nx>[{''.join(EXTRA_SEPARATORS[:-1])}][0-9]|[\\\\/])?"
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -261,7 +270,10 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
     has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
     of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
-    group; a row with a scale word right after the token is handed on.
+    group; a row with a scale word right after the token is handed on. With ``pick="first"``
+    and §1.1's separators or fractions, a row is also handed on where `_NEXT` finds what could
+    make the token another one (a group after an extra separator, ``\\,``, A/B), or where a
+    backslash before the first digit may start a ``\\frac``.
     """
     group, point = separators(opts.decimal_comma)
     parts = pc.extract_regex(text, _lead_regex(opts))
@@ -275,6 +287,11 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+    nx = _field(parts, "nx")
+    if nx is not None:
+        found &= _lengths(nx) == 0
+    if opts.fractions and opts.pick != "last":  # a \frac before the first digit
+        found &= ~_mask(pc.match_substring(pre, "\\"))
     if opts.scale == "words":  # the words are looked for only where `sc` found their letter
         maybe = found & (_lengths(parts.field("sc")) > 0)
         if maybe.any():

@@ -231,10 +231,11 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
 def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
     """Values of the first token of each string (no nulls); NaN where none.
 
-    A string with one digit run holds one token at most, its first and its last: `_parse_lead`
-    reads it (one cheap pass); only the others go to `_read`, several times slower per row.
+    The token at the first digit, when nothing around it can make §1.1's token there another
+    one: `_parse_lead` reads it (one cheap pass); only the others go to `_read`, several times
+    slower per row.
     """
-    out, rest = _parse_lead(strings, Options.of(opts, pick="last"))
+    out, rest = _parse_lead(strings, Options.of(opts, pick="first"))
     if rest.any():
         out[rest] = _read(strings.filter(rest), opts)
     return out
