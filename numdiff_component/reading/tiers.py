@@ -64,23 +64,40 @@ def _lead_regex(opts: Options) -> str:
     ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
     With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
     single character class (the words themselves make RE2 read the groups several times slower).
+    With ``pick="first"`` and §1.1's readings, `_AFTER` instead.
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(separators(opts.decimal_comma)[0])
     lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
+    if _looks_after(opts):
+        return lead + _AFTER
     if opts.scale == "words":
         pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
-        lead = rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
-    else:
-        lead += "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
-    if opts.pick != "last" and (opts.thousands == "any" or opts.fractions):
-        lead += _NEXT
-    return lead
+        return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
+    pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
+    return lead + pct
 
 
-# What may follow a token read by `_lead_regex` and make §1.1's token there another one (group
-# ``nx``): an extra grouping separator and a digit, the backslash of ``\\,``, the slash of A/B.
-_NEXT = f"(?P<nx>[{''.join(EXTRA_SEPARATORS[:-1])}][0-9]|[\\\\/])?"
+def _looks_after(opts: Options) -> bool:
+    return opts.pick == "first" and (
+        opts.scale == "words" or opts.thousands == "any" or bool(opts.fractions)
+    )
+
+
+# The character after the token, ``nc0`` right after it or ``nc1`` after blanks: what decides
+# whether §1.1 reads another token there (a scale word's letter, a percent, an extra separator
+# and a digit, ``\\,``, A/B's slash). ``nc0`` leaves out what the token itself may go on with,
+# so that each character has one way through the pattern (several make RE2 several times slower).
+_AFTER = r"(?:[ \t]+(?P<nc1>[^ \t])|(?P<nc0>[^ \t0-9.,eE]))?"
+# Right after the token, a byte that may make it another one: the first byte of an extra
+# separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
+# ``\\`` (of ``\\,`` and ``\\%``), A/B's ``/``; after blanks, a digit (the separator " ")
+# or ``\\`` (of ``\\%``).
+_SEPARATOR_STARTS = [sep.encode()[0] for sep in EXTRA_SEPARATORS if sep != " "]
+_NEXT_RIGHT = np.isin(np.arange(256), [*b"\\/", *_SEPARATOR_STARTS])
+_NEXT_AFTER_BLANKS = np.isin(np.arange(256), [*b"0123456789\\"])
+_SCALE_BYTES = np.isin(np.arange(256), [*SCALE_FIRST.encode()])
+_PERCENT_BYTE = np.isin(np.arange(256), [*b"%"])
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -145,6 +162,13 @@ def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
     return offsets[:-1], offsets[1:], data
+
+
+def _first_byte(strings: pa.Array) -> np.ndarray:
+    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
+    starts, ends, data = _bytes(strings)
+    first = np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
+    return first if strings.null_count == 0 else np.where(_mask(strings.is_valid()), first, 0)
 
 
 def _last_byte(strings: pa.Array) -> np.ndarray:
@@ -287,21 +311,28 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
-    nx = _field(parts, "nx")
-    if nx is not None:
-        found &= _lengths(nx) == 0
-    if opts.fractions and opts.pick != "last":  # a \frac before the first digit
-        found &= ~_mask(pc.match_substring(pre, "\\"))
-    if opts.scale == "words":  # the words are looked for only where `sc` found their letter
-        maybe = found & (_lengths(parts.field("sc")) > 0)
+    if _looks_after(opts):
+        right = _first_byte(pc.struct_field(parts, "nc0"))
+        later = _first_byte(pc.struct_field(parts, "nc1"))
+        found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
+        if opts.fractions:  # a \frac before the first digit
+            found &= ~_mask(pc.match_substring(pre, "\\"))
+        scaled = _SCALE_BYTES[right] | _SCALE_BYTES[later]
+        percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
+    else:
+        scaled = _lengths(_field(parts, "sc")) > 0 if opts.scale == "words" else None
+        percent = _lengths(_field(parts, "pct")) > 0 if opts.percent == "fraction" else None
+    if scaled is not None and opts.scale == "words":  # words looked for where their letter is
+        maybe = found & scaled
         if maybe.any():
             word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
             found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
-    pct = parts.field("pct") if opts.percent == "fraction" else None
-    return _signed_values(pre, values, pct, opts), matched & ~found
+    if percent is not None and opts.percent == "fraction":
+        values[percent] /= 100
+    return _signed_values(pre, values, None, opts), matched & ~found
 
 
 def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
