@@ -80,8 +80,14 @@ def _ranges_test() -> str:
 _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
     # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
+    # With pick="first" (not when counting tokens), only one before the first ASCII digit: the
+    # first token starts there or before (other token starts are routed by their own tests),
+    # and a phrase after it is read only as a range's Y, which the ranges test routes.
     "words": lambda o: (
-        rf"(?i)(?:^|[^a-z&])(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)" if o.words == "en" else None
+        rf"(?i){'^[^0-9]*?' if o.pick == 'first' else ''}(?:^|[^a-z&])"
+        rf"(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)"
+        if o.words == "en"
+        else None
     ),
     # §1.2.2: only a digit that is not ASCII reads differently.
     "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
@@ -123,9 +129,10 @@ def tier_options(opts: Options) -> Options:
     )
 
 
-def route(text: pa.Array, opts: Options) -> np.ndarray:
-    """The rows the one-value reader reads: none with §1.2's readings off."""
-    pattern = route_regex(opts)
+def route(text: pa.Array, opts: Options, *, counting: bool = False) -> np.ndarray:
+    """The rows the one-value reader reads: none with §1.2's readings off. ``counting``: for
+    counting tokens (every token counts, whatever ``pick`` says)."""
+    pattern = route_regex(Options.of(opts, pick="last") if counting else opts)
     if not pattern:
         return np.zeros(len(text), bool)
     return _mask(pc.match_substring_regex(text, pattern))
@@ -282,7 +289,7 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     text, full, opts = array, opts, tier_options(opts)
     if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
         return np.zeros(len(text), bool)
-    plain = route(text, full)
+    plain = route(text, full, counting=True)
     if opts.thousands == "any" and _may_hold(text, b"{\\"):
         for latex in LATEX_COMMAS:
             text = pc.replace_substring(text, latex, ",")
