@@ -103,6 +103,8 @@ def test_adversarial_text_reads_as_the_contract_says(case: str) -> None:
 
 
 READINGS = Options(pick="answer", scale="words", thousands="any", fractions=True)
+# Sizes large enough to break a quadratic reader; linear time itself is measured by
+# benchmarks/bench_adversarial.py (seconds per MB at 1 and 4 MB), not here.
 ADVERSARIAL_READINGS: dict[str, tuple[str, float | None]] = {
     "a million boxes": ("\\boxed{" * 200_000 + "5", 5.0),
     "a box, then a million braces": ("\\boxed{" + "{" * MB + "5", 5.0),
@@ -110,8 +112,8 @@ ADVERSARIAL_READINGS: dict[str, tuple[str, float | None]] = {
     "an answer, then 1 MB of prose": ("answer: 5 " + "x" * MB, 5.0),
     "a number, then 1 MB of prose": ("5 " + "x " * (MB // 2), 5.0),
     "a million groups": ("1" + " 000" * 250_000, None),  # 1e750000: too large
-    "1/1/1/...": ("1/" * 500_000 + "1", 1.0),
-    "5k5k5k...": ("5k" * 500_000, 5000.0),
+    "1/1/1/...": ("1/" * 100_000 + "1", 1.0),
+    "5k5k5k...": ("5k" * 100_000, 5000.0),
     "fractions, opened and never closed": ("\\frac{1}{" * 100_000, 1.0),
 }
 
@@ -229,8 +231,8 @@ V3_ALL = Options(
 )
 ADVERSARIAL_V3: dict[str, tuple[str, float | None]] = {
     "two hundred and, many times": ("two hundred and " * 20_000, 100.0),
-    "1-2-3-...": ("-".join(["1", "2", "3"] * 30_000), 3.0),
-    "vulgar fractions": ("\u00bd" * 100_000, 0.5),
+    "1-2-3-...": ("-".join(["1", "2", "3"] * 10_000), 3.0),
+    "vulgar fractions": ("\u00bd" * 30_000, 0.5),
     "1x10^1x10^...": ("1\u00d710^" * 50_000 + "1", 10.0),
     "parentheses": ("(" * 200_000 + "5", 5.0),
     "Arabic-Indic digits": ("\u0661\u0662\u0663" * 100_000, None),  # too large
