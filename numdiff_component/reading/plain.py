@@ -102,6 +102,8 @@ def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | 
     found: tuple[float, int] | None = None
     # Each kind is tried only where its first character stands (a digit for mixed numbers, A/B
     # and "10", a backslash for \frac, a letter for phrases): the same tokens, fewer calls.
+    if pos >= len(text):  # a range's Y looked for at the end of the text
+        return None
     first = text[pos]
     digit = first.isdecimal()
     if digit and opts.fractions == "all":
