@@ -103,6 +103,8 @@ def test_adversarial_text_reads_as_the_contract_says(case: str) -> None:
 
 
 READINGS = Options(pick="answer", scale="words", thousands="any", fractions=True)
+# Sizes large enough to break a quadratic reader; linear time itself is measured by
+# benchmarks/bench_adversarial.py (seconds per MB at 1 and 4 MB), not here.
 ADVERSARIAL_READINGS: dict[str, tuple[str, float | None]] = {
     "a million boxes": ("\\boxed{" * 200_000 + "5", 5.0),
     "a box, then a million braces": ("\\boxed{" + "{" * MB + "5", 5.0),
@@ -110,8 +112,8 @@ ADVERSARIAL_READINGS: dict[str, tuple[str, float | None]] = {
     "an answer, then 1 MB of prose": ("answer: 5 " + "x" * MB, 5.0),
     "a number, then 1 MB of prose": ("5 " + "x " * (MB // 2), 5.0),
     "a million groups": ("1" + " 000" * 250_000, None),  # 1e750000: too large
-    "1/1/1/...": ("1/" * 500_000 + "1", 1.0),
-    "5k5k5k...": ("5k" * 500_000, 5000.0),
+    "1/1/1/...": ("1/" * 100_000 + "1", 1.0),
+    "5k5k5k...": ("5k" * 100_000, 5000.0),
     "fractions, opened and never closed": ("\\frac{1}{" * 100_000, 1.0),
 }
 
@@ -166,6 +168,7 @@ _V3_PIECES = [
     *("point", "between", "Between", "to", " to ", "- to", " and ", "-", "\u2013", " \u2013 "),
     *("5 - 10", "2013-14", "1-2-3", "5-10", "$5 to $10", "-$5 to -$3", "44 mg to 50 mg"),
     *("\u00bd", "\u00bc", "\u215e", "2 1/2", "2 3/2", "\\frac12", "\\frac3{4}", "\\dfrac{1}{2}"),
+    *("e", "E", "e-", "e-3", "eV", "6.72e-03", "5e-3-10", "1/2e-3e", "\\frac{1}{2}e-3e"),
     *("\u00d7", "x", "X", "*", "\u00b7", "\u22c5", "\\times", "\\cdot", "10", "^", "^{", "10^6"),
     *("10\u22125", "10\u00b2", "\u207b", "\u00b3", "5x10", "8x2^10", "2.48\u00d710\u22125"),
     *("(", ")", "\\(", "($99.99)", "(1,234)", "(-2)", "(2 items)", "%", "\\%"),
@@ -178,6 +181,9 @@ _V3_PIECES = [
         "US-$5",
         "-$",
         "- $",
+        "\u2212\u20ac",
+        "-\u00a3",
+        "\u0112$",  # its UTF-8 ends with 0x92, as U+2212's does
         "35\u20ac99",
         "10\u20ac 20\u20ac",
     ),
@@ -225,8 +231,8 @@ V3_ALL = Options(
 )
 ADVERSARIAL_V3: dict[str, tuple[str, float | None]] = {
     "two hundred and, many times": ("two hundred and " * 20_000, 100.0),
-    "1-2-3-...": ("-".join(["1", "2", "3"] * 30_000), 3.0),
-    "vulgar fractions": ("\u00bd" * 100_000, 0.5),
+    "1-2-3-...": ("-".join(["1", "2", "3"] * 10_000), 3.0),
+    "vulgar fractions": ("\u00bd" * 30_000, 0.5),
     "1x10^1x10^...": ("1\u00d710^" * 50_000 + "1", 10.0),
     "parentheses": ("(" * 200_000 + "5", 5.0),
     "Arabic-Indic digits": ("\u0661\u0662\u0663" * 100_000, None),  # too large

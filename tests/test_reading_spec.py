@@ -177,6 +177,7 @@ SILENT = [
     ("05/2023", {"fractions": True}, 5 / 2023),
     ("12/25", {"fractions": True}, 0.48),
     ("5T-shirts", {"scale": "words"}, 5e12),
+    ("5 - 10 to ", {**R, "pick": "last"}, 10.0),  # a connector at the end: Y looked for there
 ]
 
 

@@ -46,11 +46,48 @@ from numdiff_component.reading.words import FIRST_WORDS
 # Each test matches every text where its rule can read anything; a text it does not match reads
 # the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
 
+# A unit character of §1.2.5 (a superset: only ASCII spaces are left out of it), without e, E.
+_UNIT = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}]"
+_UNIT_NOT_E = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}eE]"
+
+
+def _ranges_test() -> str:
+    r"""§1.2.5: X's last character (a digit, a point, the ``}`` of a ``\frac``: other token ends
+    are routed by their own readings' tests), then, after blanks and a unit run or not, where
+    `ranges.extend` looks for them, a connector: ``-`` right there, an en dash after blanks, ``to``
+    after a gap; or ``between``.
+
+    One case is left out, so that exponents are not routed (``6.72e-03``): a unit that is just
+    ``e`` or ``E``, right after a digit or a point, then ``-`` and an ASCII digit. There the
+    decimal token took ``e-D`` as its exponent (greedily), so no token ends before the ``e``;
+    except A/B and ``\frac`` (a token that takes no exponent), kept by the last alternatives.
+    """
+    x, dash = "[0-9.,}]", r"[ \t]*\x{2013}|-?[ \t]+[tT][oO][ \t]"
+    connector = f"(?:-|{dash})"
+    return "|".join(
+        [
+            f"{x}{connector}",
+            rf"{x}[ \t]+{_UNIT}{{1,16}}{connector}",
+            f"{x}{_UNIT_NOT_E}{_UNIT}{{0,15}}{connector}",
+            f"{x}[eE]{_UNIT}{{1,15}}{connector}",
+            f"{x}[eE](?:{dash}|-[^0-9])",
+            r"(?:\}|/[0-9]+)[eE]-",
+            any_case("between"),
+        ]
+    )
+
+
 _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
     # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
+    # With pick="first" (not when counting tokens), only one before the first ASCII digit: the
+    # first token starts there or before (other token starts are routed by their own tests),
+    # and a phrase after it is read only as a range's Y, which the ranges test routes.
     "words": lambda o: (
-        rf"(?i)(?:^|[^a-z&])(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)" if o.words == "en" else None
+        rf"(?i){'^[^0-9]*?' if o.pick == 'first' else ''}(?:^|[^a-z&])"
+        rf"(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)"
+        if o.words == "en"
+        else None
     ),
     # §1.2.2: only a digit that is not ASCII reads differently.
     "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
@@ -62,13 +99,8 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     "scientific": lambda o: (
         rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])" if o.scientific else None
     ),
-    # §1.2.5: X's last character (a digit, a point, the } of a \frac: other token ends are
-    # routed by their own readings' tests), blanks, a unit of at most 16, blanks, a connector.
-    "ranges": lambda o: (
-        rf"[0-9.,}}][ \t]*[^ \t]{{0,17}}[ \t]*(?:[-\x{{2013}}]|[tT][oO][ \t])|{any_case('between')}"
-        if o.ranges == "mid"
-        else None
-    ),
+    # §1.2.5: see `_ranges_test`.
+    "ranges": lambda o: _ranges_test() if o.ranges == "mid" else None,
     # §1.2.6: an enclosure opens with "(".
     "negative": lambda o: r"\(" if o.negative == "parens" else None,
     # §1.2.7: a token ending with its mark, a space and two digits; or digits then €.
@@ -97,9 +129,10 @@ def tier_options(opts: Options) -> Options:
     )
 
 
-def route(text: pa.Array, opts: Options) -> np.ndarray:
-    """The rows the one-value reader reads: none with §1.2's readings off."""
-    pattern = route_regex(opts)
+def route(text: pa.Array, opts: Options, *, counting: bool = False) -> np.ndarray:
+    """The rows the one-value reader reads: none with §1.2's readings off. ``counting``: for
+    counting tokens (every token counts, whatever ``pick`` says)."""
+    pattern = route_regex(Options.of(opts, pick="last") if counting else opts)
     if not pattern:
         return np.zeros(len(text), bool)
     return _mask(pc.match_substring_regex(text, pattern))
@@ -150,16 +183,19 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     base = tier_options(opts)
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, base)
-    todo = valid if out is None else valid & ~np.isfinite(out)
     if out is None:
-        out = np.full(len(text), np.nan)
+        out, todo = np.full(len(text), np.nan), valid
+    else:
+        todo = valid & ~np.isfinite(out)
     if not todo.any():
         return out
     plain = todo & route(text, opts)
     todo &= ~plain
-    if todo.any():
+    if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
         hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
         out[todo] = _tiers(hidden, base)[todo]
+    elif todo.any():
+        out[todo] = _tiers(text.filter(todo), base)
     if plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
     return out
@@ -253,7 +289,7 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     text, full, opts = array, opts, tier_options(opts)
     if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
         return np.zeros(len(text), bool)
-    plain = route(text, full)
+    plain = route(text, full, counting=True)
     if opts.thousands == "any" and _may_hold(text, b"{\\"):
         for latex in LATEX_COMMAS:
             text = pc.replace_substring(text, latex, ",")

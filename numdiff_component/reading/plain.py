@@ -72,6 +72,8 @@ def _starts(
 
 def _plain_number(token: str, decimal_comma: bool) -> str:
     """A decimal token's text without separators, ``.`` as its point (for ``float``)."""
+    if token.isdecimal():  # digits only, the common case: float() reads every Nd digit
+        return token
     group, point = separators(decimal_comma)
     token = token.replace("\\,", "")
     for separator in (group, *EXTRA_SEPARATORS[:-1]):
@@ -98,17 +100,26 @@ def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
 def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | None:
     """The token starting at ``pos``, kinds tried in the order of SPEC §1.2 (no range)."""
     found: tuple[float, int] | None = None
-    if opts.fractions == "all":
+    # Each kind is tried only where its first character stands (a digit for mixed numbers, A/B
+    # and "10", a backslash for \frac, a letter for phrases): the same tokens, fewer calls.
+    if pos >= len(text):  # a range's Y looked for at the end of the text
+        return None
+    first = text[pos]
+    digit = first.isdecimal()
+    if digit and opts.fractions == "all":
         found = fractions.read_mixed(text, pos, opts)
     if found is None and opts.fractions:
-        found = fractions.read_frac(text, pos, opts) or fractions.read_slash(text, pos, opts)
-    if found is None and opts.scientific:
+        if first == "\\":
+            found = fractions.read_frac(text, pos, opts)
+        elif digit:
+            found = fractions.read_slash(text, pos, opts)
+    if found is None and opts.scientific and text.startswith("10", pos):
         found = scientific.read_power(text, pos)
-    if found is None and opts.fractions == "all":
+    if found is None and opts.fractions == "all" and (digit or not first.isascii()):
         found = fractions.read_vulgar(text, pos, opts)
-    if found is None:
+    if found is None and (digit or first in ".,"):
         found = _decimal_at(text, pos, opts)
-    if found is None and words and opts.words == "en":
+    if found is None and words and opts.words == "en" and first.isascii() and not digit:
         found = read_phrase(text, pos, opts.digits == "any")
     return None if found is None else Token(found[0], pos, found[1], found[1])
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.grammar import (
     CURRENCY,
+    EXTRA_SEPARATORS,
     group_separators,
     literal,
     separators,
@@ -63,15 +64,40 @@ def _lead_regex(opts: Options) -> str:
     ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
     With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
     single character class (the words themselves make RE2 read the groups several times slower).
+    With ``pick="first"`` and §1.1's readings, `_AFTER` instead.
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(separators(opts.decimal_comma)[0])
     lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
+    if _looks_after(opts):
+        return lead + _AFTER
     if opts.scale == "words":
         pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
         return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
     pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
     return lead + pct
+
+
+def _looks_after(opts: Options) -> bool:
+    return opts.pick == "first" and (
+        opts.scale == "words" or opts.thousands == "any" or bool(opts.fractions)
+    )
+
+
+# The character after the token, ``nc0`` right after it or ``nc1`` after blanks: what decides
+# whether §1.1 reads another token there (a scale word's letter, a percent, an extra separator
+# and a digit, ``\\,``, A/B's slash). ``nc0`` leaves out what the token itself may go on with,
+# so that each character has one way through the pattern (several make RE2 several times slower).
+_AFTER = r"(?:[ \t]+(?P<nc1>[^ \t])|(?P<nc0>[^ \t0-9.,eE]))?"
+# Right after the token, a byte that may make it another one: the first byte of an extra
+# separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
+# ``\\`` (of ``\\,`` and ``\\%``), A/B's ``/``; after blanks, a digit (the separator " ")
+# or ``\\`` (of ``\\%``).
+_SEPARATOR_STARTS = [sep.encode()[0] for sep in EXTRA_SEPARATORS if sep != " "]
+_NEXT_RIGHT = np.isin(np.arange(256), [*b"\\/", *_SEPARATOR_STARTS])
+_NEXT_AFTER_BLANKS = np.isin(np.arange(256), [*b"0123456789\\"])
+_SCALE_BYTES = np.isin(np.arange(256), [*SCALE_FIRST.encode()])
+_PERCENT_BYTE = np.isin(np.arange(256), [*b"%"])
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -129,13 +155,25 @@ def _mask(condition: pa.Array) -> np.ndarray:
     return np.asarray(condition.fill_null(False), dtype=bool)
 
 
-def _last_byte(strings: pa.Array) -> np.ndarray:
-    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
     width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     _, offsets_buffer, data_buffer = strings.buffers()
     offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
-    starts, ends = offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
+    return offsets[:-1], offsets[1:], data
+
+
+def _first_byte(strings: pa.Array) -> np.ndarray:
+    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
+    starts, ends, data = _bytes(strings)
+    first = np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
+    return first if strings.null_count == 0 else np.where(_mask(strings.is_valid()), first, 0)
+
+
+def _last_byte(strings: pa.Array) -> np.ndarray:
+    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+    starts, ends, data = _bytes(strings)
     return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
 
 
@@ -154,17 +192,14 @@ def _signed_values(
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
     # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
-    # the heads whose last byte may end a currency symbol, without that symbol.
+    # the heads ending with a currency symbol right after such a byte, without that symbol.
     last = _last_byte(head)
-    rows = np.flatnonzero((last == 0x2D) | (last == 0x92))
+    rows = np.flatnonzero(_MINUS_LAST[last])
     negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
-    rows = np.flatnonzero(np.isin(last, _CURRENCY_LAST_BYTES))
+    rows = _currency_after_minus(head, last)
     if len(rows):
-        some = head.take(rows)
-        ends = _mask(pc.match_substring_regex(some, f"[{CURRENCY}]$"))
-        if ends.any():
-            cut = pc.utf8_slice_codeunits(some.filter(ends), 0, -1)
-            negate = np.concatenate([negate, rows[ends][_minus_ends(cut)]])
+        cut = pc.utf8_slice_codeunits(head.take(rows), 0, -1)
+        negate = np.concatenate([negate, rows[_minus_ends(cut)]])
     values[negate] = -values[negate]
     return values
 
@@ -177,8 +212,31 @@ def _minus_ends(head: pa.Array) -> np.ndarray:
     return minus & (at_start | ~before)
 
 
-# Last UTF-8 byte of each currency symbol: $, € (E2 82 AC), £ (C2 A3), ¥ (C2 A5), ₹ (E2 82 B9)
-_CURRENCY_LAST_BYTES = np.array([0x24, 0xAC, 0xA3, 0xA5, 0xB9], np.uint8)
+_MINUS_LAST = np.isin(np.arange(256), [0x2D, 0x92])  # last byte of "-" and of U+2212
+_CURRENCY_CODES = [np.frombuffer(c.encode(), np.uint8) for c in CURRENCY]
+_CURRENCY_LAST = np.isin(np.arange(256), [int(code[-1]) for code in _CURRENCY_CODES])
+
+
+def _currency_after_minus(head: pa.Array, last: np.ndarray) -> np.ndarray:
+    """The rows whose head ends with a currency symbol right after the last byte of a minus.
+
+    Compared on UTF-8 bytes, only on the rows whose ``last`` byte ends a currency symbol: a
+    necessary condition for a sign before the symbol (`_minus_ends` then decides), cheap enough
+    that the default reading pays nothing for SPEC v3's currency sign.
+    """
+    rows = np.flatnonzero(_CURRENCY_LAST[last])
+    if not len(rows):
+        return rows
+    starts, ends, data = _bytes(head)
+    starts, ends = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
+    keep = np.zeros(len(rows), bool)
+    for code in _CURRENCY_CODES:
+        at = ends - len(code)  # where the symbol would start; a byte before it is needed
+        ok = at - 1 >= starts
+        for k, byte in enumerate(code):
+            ok &= data[np.maximum(at + k, 0)] == byte
+        keep |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
+    return rows[keep]
 
 
 def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
@@ -236,7 +294,10 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     one; with ``pick="last"``, no digit after it means no other token. A row it does not match
     has no digit, so no number: NaN, and read. With ``pick="last"`` it is exact for the options
     of SPEC §1.1 too: with one digit run no fraction can form and no other separator can join a
-    group; a row with a scale word right after the token is handed on.
+    group; a row with a scale word right after the token is handed on. With ``pick="first"``
+    and §1.1's separators or fractions, a row is also handed on where `_NEXT` finds what could
+    make the token another one (a group after an extra separator, ``\\,``, A/B), or where a
+    backslash before the first digit may start a ``\\frac``.
     """
     group, point = separators(opts.decimal_comma)
     parts = pc.extract_regex(text, _lead_regex(opts))
@@ -250,16 +311,28 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
-    if opts.scale == "words":  # the words are looked for only where `sc` found their letter
-        maybe = found & (_lengths(parts.field("sc")) > 0)
+    if _looks_after(opts):
+        right = _first_byte(pc.struct_field(parts, "nc0"))
+        later = _first_byte(pc.struct_field(parts, "nc1"))
+        found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
+        if opts.fractions:  # a \frac before the first digit
+            found &= ~_mask(pc.match_substring(pre, "\\"))
+        scaled = _SCALE_BYTES[right] | _SCALE_BYTES[later]
+        percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
+    else:
+        scaled = _lengths(_field(parts, "sc")) > 0 if opts.scale == "words" else None
+        percent = _lengths(_field(parts, "pct")) > 0 if opts.percent == "fraction" else None
+    if scaled is not None and opts.scale == "words":  # words looked for where their letter is
+        maybe = found & scaled
         if maybe.any():
             word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
             found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
-    pct = parts.field("pct") if opts.percent == "fraction" else None
-    return _signed_values(pre, values, pct, opts), matched & ~found
+    if percent is not None and opts.percent == "fraction":
+        values[percent] /= 100
+    return _signed_values(pre, values, None, opts), matched & ~found
 
 
 def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:

@@ -229,12 +229,13 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
 
 
 def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
-    """Values of the first token of each string (no nulls, no `_MARK`); NaN where none.
+    """Values of the first token of each string (no nulls); NaN where none.
 
-    A string with one digit run holds one token at most, its first and its last: `_parse_lead`
-    reads it (one cheap pass); only the others go to `_read`, several times slower per row.
+    The token at the first digit, when nothing around it can make §1.1's token there another
+    one: `_parse_lead` reads it (one cheap pass); only the others go to `_read`, several times
+    slower per row.
     """
-    out, rest = _parse_lead(strings, Options.of(opts, pick="last"))
+    out, rest = _parse_lead(strings, Options.of(opts, pick="first"))
     if rest.any():
         out[rest] = _read(strings.filter(rest), opts)
     return out
@@ -303,7 +304,7 @@ def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
     index = np.flatnonzero(rows)
     strings = text if len(index) == len(text) else text.filter(rows)
     if opts.pick == "first":
-        out[index] = _read(strings, opts)
+        out[index] = _first_values(strings, opts)
     else:
         marked = np.zeros(len(index), bool)
         if opts.pick == "answer":
