@@ -170,27 +170,6 @@ READINGS: dict[str, dict[str, object]] = {  # SPEC §1.1, each alone and all tog
         "percent": "fraction",
     },
 }
-# SPEC §2.1's presets as option sets (the preset names are resolved by the options layer).
-PRESETS: dict[str, dict[str, object]] = {
-    "answers": {
-        "pick": "answer",
-        "thousands": "any",
-        "scale": "words",
-        "fractions": "all",
-        "words": "en",
-        "digits": "any",
-        "scientific": True,
-    },
-    "prose": {
-        "thousands": "any",
-        "scale": "words",
-        "fractions": "all",
-        "words": "en",
-        "digits": "any",
-        "scientific": True,
-        "ranges": "mid",
-    },
-}
 AUTOEVALS = "(c) autoevals.NumericDiff loop on floats"
 OTHER_OPTIONS: dict[str, dict[str, object]] = {
     "pick=last": {"pick": "last"},
@@ -245,8 +224,8 @@ def main() -> None:
         for label, option in READINGS.items():
             run = lambda d=df, o=option: score_frame(d, **o)  # noqa: E731
             runs[f"score_frame, {table}, {label}"] = (run, n)
-    runs["score_frame, cot, preset answers"] = (lambda: score_frame(cot, **PRESETS["answers"]), n)
-    runs["score_frame, prose, preset prose"] = (lambda: score_frame(prose, **PRESETS["prose"]), n)
+    runs["score_frame, cot, preset answers"] = (lambda: score_frame(cot, preset="answers"), n)
+    runs["score_frame, prose, preset prose"] = (lambda: score_frame(prose, preset="prose"), n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():
