@@ -293,7 +293,10 @@ class Pages:
         if block.page not in self.scripts:
             todo = [g[0] for g in self.selected if batched(g) and g[0].page == block.page]
             self.scripts[block.page] = self._run_scripts(block.page, todo or [block])
-        return self.scripts[block.page][block.where]
+        scripts = self.scripts[block.page]
+        if block.where not in scripts:  # not batched with its page's others: it runs alone
+            scripts.update(self._run_scripts(block.page, [block]))
+        return scripts[block.where]
 
     def _run_scripts(
         self, page: str, blocks: list[Block]
