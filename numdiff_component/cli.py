@@ -28,6 +28,7 @@ from numdiff_component.cli_options import (
 from numdiff_component.cli_options import _given as _given  # the option values, as tests see them
 from numdiff_component.cli_output import Progress, print_outcome
 from numdiff_component.cli_output import summary_lines as summary_lines
+from numdiff_component.errors import Stopped, check_stopped, stop
 from numdiff_component.options import Options
 
 # Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
@@ -260,18 +261,13 @@ def log_model(
 cli.add_command(compare)
 
 
-class _Signalled(BaseException):
-    """SIGINT or SIGTERM: unwinds like an exception, so that no partial file is left behind.
-    Not a KeyboardInterrupt, which click would turn into exit code 1 (the gate's)."""
-
-
 def _signalled(signum: int, frame: object) -> None:
     # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
     # a partial file) runs to its end, and the exit code and the message name the same signal.
     # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
     for other in (signal.SIGINT, signal.SIGTERM):
         signal.signal(other, _ignored)
-    raise _Signalled(signum)
+    stop(signum)
 
 
 def _ignored(signum: int, frame: object) -> None:
@@ -284,13 +280,24 @@ def _stopped_at_exit(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    # A signal's exception lost in a finalizer or a callback is raised again by check_stopped:
+    # not a second message. Anything else is said as Python says it.
+    if not isinstance(unraisable.exc_value, Stopped):
+        sys.__unraisablehook__(unraisable)
+
+
 def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _signalled)
+    sys.unraisablehook = _unraisable
     stopped = False  # by a signal: then a later one changes neither the message nor the code
     try:
-        cli(prog_name="numdiff")
-    except _Signalled as exc:
+        try:
+            cli(prog_name="numdiff")
+        finally:  # the signal's exception may have been lost on the way (see check_stopped)
+            check_stopped()
+    except Stopped as exc:
         stopped = True
         name = signal.Signals(exc.args[0]).name
         click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 
 class NumdiffError(ValueError):
@@ -55,3 +55,27 @@ def visible(text: str) -> str:
     '\\x1b[31mred line'
     """
     return " ".join(_CONTROL.sub(_escape, text).split())
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM (``args[0]``, the signal's number): unwinds like an exception, so that
+    no partial file is left behind. Not a KeyboardInterrupt, which click would turn into exit
+    code 1 (the gate's). Raised by `stop` from the CLI's signal handler."""
+
+
+_stopped: list[int] = []  # the signal that stopped this process, once one came
+
+
+def stop(signum: int) -> NoReturn:
+    """Record ``signum`` as what stops this process, and raise `Stopped`."""
+    _stopped[:] = [signum]
+    raise Stopped(signum)
+
+
+def check_stopped() -> None:
+    """Raise `Stopped` again when a signal came. A signal handler's exception is lost where
+    Python cannot raise it (a finalizer, a callback from a library); engines call this before
+    each batch and before a results file is renamed complete, so that a stopped job never
+    completes, and the CLI once the command returns, so that its code names the signal."""
+    if _stopped:
+        raise Stopped(_stopped[0])

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from numdiff_component.aggregate import Totals, gate_failure
-from numdiff_component.errors import InputError, TrackingError
+from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import PresetHint
 from numdiff_component.options import Options
 from numdiff_component.report import ReportBuilder
@@ -124,6 +124,7 @@ def _collect(
     if config.plots:
         report = ReportBuilder.of(config.scoring, title=_title(config, source))
     for results in batches:
+        check_stopped()  # a signal whose exception was lost on the way stops the job here
         if first is None:
             first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
         if report is not None:

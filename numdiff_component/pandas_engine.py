@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, check_stopped
 from numdiff_component.request import JobConfig
 from numdiff_component.results import file_metadata
 from numdiff_component.scoring import check_columns, score_frame
@@ -77,6 +77,7 @@ class PandasEngine:
                 tmp.append(arrow)
                 yield results
             if tmp.close():
+                check_stopped()  # the last moment the file can still be removed as partial
                 os.replace(tmp.path, path)
         except OSError as exc:
             raise InputError(f"cannot write results to {str(path.parent)!r}: {exc}") from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +139,7 @@ def check_columns(
             "against itself passes every row (choose with --output-col and --expected-col)"
         )
     names = [str(c) for c in columns]
-    duplicated = sorted({c for c in names if names.count(c) > 1})
+    duplicated = sorted(c for c, n in Counter(names).items() if n > 1)
     if duplicated:
         raise InputError(
             f"duplicate column name {duplicated[0]!r}; every column needs its own name"

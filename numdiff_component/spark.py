@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.errors import InputError, missing_column
+from numdiff_component.errors import InputError, check_stopped, missing_column
 from numdiff_component.options import Options
 from numdiff_component.request import JobConfig
 from numdiff_component.results import write_folder_metadata
@@ -354,6 +354,7 @@ class SparkEngine:
             )
             yield from (batch.to_pandas() for batch in batches if batch.num_rows)
             write_folder_metadata(partial, config)  # what a results file keeps in its metadata
+            check_stopped()  # the last moment the folder can still be removed as partial
             os.replace(partial, path)
         except BaseException:  # also a signal, or the job closing the iterator early
             remove_partial(results.sparkSession, partial)
