@@ -24,14 +24,19 @@ Other URIs (``s3://``, ``gs://``...) are read whole by pandas through fsspec, wi
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import csv
+import gc
 import io
 import lzma
 import os
+import time
+import weakref
 import zipfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
@@ -257,6 +262,7 @@ class _CrlfWhole(io.RawIOBase):
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream, self.held = stream, b""
+        _read_by_arrow.add(self)
 
     def readable(self) -> bool:
         return True
@@ -266,6 +272,33 @@ class _CrlfWhole(io.RawIOBase):
         if len(data) > 1 and data.endswith(b"\r"):
             data, self.held = data[:-1], b"\r"
         return data
+
+
+# pyarrow reads a Python stream from a read-ahead thread of its own, and lets go of it there. A
+# thread that enters Python once the interpreter is shutting down aborts the process
+# ("terminate called ..."): at exit, the streams are waited for while Python still runs.
+_read_by_arrow: weakref.WeakSet[_CrlfWhole] = weakref.WeakSet()
+
+
+@atexit.register
+def _let_go_of_streams(seconds: float = 5.0) -> None:
+    if _read_by_arrow:
+        gc.collect()  # a reader still held by an exception's reference cycle
+        deadline = time.monotonic() + seconds
+        while _read_by_arrow and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
+@contextmanager
+def _csv_reader(
+    path: str,
+    read: pa_csv.ReadOptions,
+    parse: pa_csv.ParseOptions,
+    convert: pa_csv.ConvertOptions | None = None,
+) -> Iterator[pa_csv.CSVStreamingReader]:
+    """pyarrow's streaming reader of the CSV file ``path``, through `_CrlfWhole`."""
+    with _open_bytes(path) as stream:
+        yield pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert)
 
 
 def _csv_batches(
@@ -280,13 +313,12 @@ def _csv_batches(
     parse = pa_csv.ParseOptions(newlines_in_values=True)
     read = pa_csv.ReadOptions(block_size=block_size)
     try:
-        with _open_bytes(path) as stream:
-            names = pa_csv.open_csv(stream, read, parse_options=parse).schema.names
-        with _open_bytes(path) as stream:
-            convert = pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
-            )
-            reader = pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert)
+        with _csv_reader(path, read, parse) as head:
+            names = head.schema.names
+        convert = pa_csv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+        )
+        with _csv_reader(path, read, parse, convert) as reader:
             for table in _regroup(reader, batch_rows, batch_bytes):
                 yield table.to_pandas()
     except pa.ArrowInvalid as exc:
@@ -330,9 +362,9 @@ def _csv_whole(path: str) -> pd.DataFrame:
             continue
         if frames:
             return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        with _open_bytes(path) as stream:  # no rows: the columns all the same
-            schema = pa_csv.open_csv(stream).schema
-        return pd.DataFrame({name: pd.Series(dtype=str) for name in schema.names})
+        with _csv_reader(path, pa_csv.ReadOptions(), pa_csv.ParseOptions()) as head:
+            names = head.schema.names  # no rows: the columns all the same
+        return pd.DataFrame({name: pd.Series(dtype=str) for name in names})
 
 
 def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:

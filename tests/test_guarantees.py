@@ -517,3 +517,16 @@ def test_a_signal_lost_in_a_finalizer_still_stops_the_job(tmp_path: Path) -> Non
     assert "SIGINT inside a gc callback" in done.stdout, done.stdout + done.stderr
     one_line_error(done, 130, "stopped by SIGINT; no partial file is left")
     assert sorted(os.listdir(folder)) == [".numdiff"]
+
+
+@pytest.mark.slow
+def test_a_large_file_that_is_not_utf8_is_one_line_every_time(tmp_path: Path) -> None:
+    """pyarrow reads ahead through a Python stream in a thread of its own: a process that exits
+    on a bad first block while that thread still holds the stream used to abort ("terminate
+    called ...", exit 134) in most runs of a 20 MB file."""
+    source = tmp_path / "latin1.csv"
+    rows = "".join(f"caf\xe9 {i},{i}\n" for i in range(1_000_000))
+    source.write_text("output,expected\n" + rows, encoding="latin-1")
+    for _ in range(3):
+        done = numdiff_process("score", str(source), "-q", "--no-plots")
+        one_line_error(done, 2, "not valid UTF-8: byte 0xe9 on line 2")
