@@ -189,6 +189,7 @@ _V3_PIECES = [
     ),
     *(". ", ", ", "$119. 95", "\uff11\uff12", "\u0661\u0662\u0663", "\u0966", "-", "\u2212", "+"),
     *(" ", "  ", "\t", "\n", ",", ".", "k", "M", "bn", "####", "answer is", "\\boxed{", "}"),
+    *(" " * 9, " \t" * 6),  # more blanks after a token than the column reader looks through
 ]
 v3_texts = st.lists(
     st.one_of(
@@ -257,3 +258,23 @@ def test_several_numbers_equals_the_one_value_count_with_every_option(values, op
 
     plain = [isinstance(v, str) and count_tokens(v, opts) == 2 for v in values]
     assert several_numbers(values, opts).tolist() == plain
+
+
+_AFTER_FIRST = ["k", "%", "000", "\\,000", "'000", "1/2", "/2", "billion", "x", ""]
+
+
+@pytest.mark.parametrize("blanks", [0, 1, 2, 7, 8, 9, 20])
+def test_column_reader_reads_any_run_of_blanks_after_the_first_token(blanks: int) -> None:
+    # The column reader looks at most 8 blanks past the first token and hands longer runs on.
+    texts = [
+        f"{head}12{gap}{after} and 7"
+        for head in ("", "about ", "\\frac ", "-$")
+        for gap in (" " * blanks, "\t " * (blanks // 2))
+        for after in _AFTER_FIRST
+    ]
+    for opts in (
+        Options(scale="words", thousands="any", fractions=True, percent="fraction"),
+        Options(**PRESETS["prose"]),
+        Options(**{**PRESETS["answers"], "pick": "first"}),
+    ):
+        assert np.array_equal(parse_column(texts, opts), _plain(texts, opts), equal_nan=True)

@@ -30,6 +30,7 @@ from numdiff_component.reading.tiers import (
     _field,
     _lengths,
     _mask,
+    _may_hold,
     _nulls_where,
     _parse_lead,
     _replace_rows,
@@ -270,15 +271,6 @@ def _special_bytes(opts: Options) -> bytes:
     return (
         b"\xee" + (b"{\\" if opts.thousands == "any" else b"") + (b"/\\" if opts.fractions else b"")
     )
-
-
-def _may_hold(strings: pa.Array, chars: bytes) -> bool:
-    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
-    data = strings.buffers()[2]
-    if data is None:
-        return False
-    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
-    return any(bytes([byte]) in text for byte in set(chars))
 
 
 def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
