@@ -38,6 +38,7 @@ from numdiff_component.reading.tiers_readings import (
     _hard_regex,
     _parse_general,
     _re2_scan,
+    _special_regex,
 )
 from numdiff_component.reading.words import FIRST_WORDS
 
@@ -155,14 +156,34 @@ def _value_or_nan(opts: Options) -> Callable[[str], float]:
     return read
 
 
-def _tiers(text: pa.Array, opts: Options) -> np.ndarray:
+def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows the one-value reader reads (`route`), and with §1.1's readings the rows that
+    `parse_general` looks at before its RE2 patterns (its `_special_regex`; else ``None``).
+
+    When both are wanted, one pass finds the rows matching either test, and each test then runs
+    on those rows only: one pass over the text instead of two (few rows match either).
+    """
+    base = tier_options(opts)
+    routed = route_regex(opts)
+    if _classic(base) or not routed:
+        return route(text, opts), None
+    either = _mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
+    plain, special = np.zeros(len(text), bool), np.zeros(len(text), bool)
+    if either.any():
+        some = text.filter(either)
+        plain[either] = _mask(pc.match_substring_regex(some, routed))
+        special[either] = _mask(pc.match_substring_regex(some, _special_regex(base)))
+    return plain, special
+
+
+def _tiers(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
     """Values of a string array (nulls allowed) by the tiers; NaN where no number.
 
     `parse_lead`, and the rows it hands on to `parse_full`; with §1.1's readings,
-    `parse_general`.
+    `parse_general` (``special``: see `_closer_looks`).
     """
     if not _classic(opts):
-        return _parse_general(text, opts)
+        return _parse_general(text, opts, special)
     out, rest = _parse_lead(text, opts)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
         marked = rest & _mask(pc.match_substring(text, _MARK))
@@ -191,13 +212,14 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
         todo = valid & ~np.isfinite(out)
     if not todo.any():
         return out
-    plain = todo & route(text, opts)
+    plain, special = _closer_looks(text, opts)
+    plain &= todo
     todo &= ~plain
     if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
         hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
-        out[todo] = _tiers(hidden, base)[todo]
+        out[todo] = _tiers(hidden, base, None if special is None else special & todo)[todo]
     elif todo.any():
-        out[todo] = _tiers(text.filter(todo), base)
+        out[todo] = _tiers(text.filter(todo), base, None if special is None else special[todo])
     if plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
     return out

@@ -273,15 +273,20 @@ def _special_bytes(opts: Options) -> bytes:
     )
 
 
-def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
+def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
+    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none.
+
+    ``special``: the rows that match `_special_regex`, when the caller has found them (a
+    superset will do: the others only take one more test).
+    """
     original = text
     out = np.full(len(text), np.nan)
     rows = _mask(text.is_valid())
     hard = np.zeros(len(text), bool)
-    special = np.zeros(len(text), bool)
-    if _may_hold(text, _special_bytes(opts)):
-        special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+    if special is None:
+        special = np.zeros(len(text), bool)
+        if _may_hold(text, _special_bytes(opts)):
+            special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
     if special.any():  # one cheap pass; the rest only on the few rows that need it
         some = text.filter(special)
         if opts.thousands == "any":
