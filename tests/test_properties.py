@@ -218,6 +218,37 @@ def test_column_reader_equals_one_value_reader_with_every_option(values, data) -
         assert np.array_equal(got, _plain(values, opts), equal_nan=True), (values, opts)
 
 
+# Longer than the column reader's first look from the end (100 bytes), with characters of
+# 2, 3 and 4 UTF-8 bytes where it cuts.
+long_texts = st.builds(
+    lambda a, pad, b: a + pad + b,
+    v3_texts,
+    st.text(alphabet=" xa.\u00e9\u20ac\u00bd\u0661\U0001d7d8", min_size=60, max_size=140),
+    v3_texts,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(long_texts, st.none()), max_size=10), data=st.data())
+def test_column_reader_equals_one_value_reader_on_long_texts(values, data) -> None:
+    for opts in (data.draw(v3_options), data.draw(v3_options)):
+        got = parse_column(values, opts)
+        assert np.array_equal(got, _plain(values, opts), equal_nan=True), (values, opts)
+
+
+@pytest.mark.parametrize(
+    "before", ["-\u20ac", "\u2212", "\u00bd ", "\u0661", "\U0001d7d8", "1\u00a0"]
+)
+def test_the_last_number_near_where_the_column_reader_cuts_a_long_text(before: str) -> None:
+    # Its first look from the end takes 100 bytes: a cut inside a character must not read it.
+    texts = [f"1 a {before}5{'x' * pad}" for pad in range(90, 102)]
+    for opts in (Options(pick="last"), Options(pick="answer", thousands="any")):
+        for preset in ("none", "answers", "prose", "prices"):
+            opts = Options.of(opts, preset=preset)
+            got = parse_column(texts, opts)
+            assert np.array_equal(got, _plain(texts, opts), equal_nan=True), (before, opts)
+
+
 V3_ALL = Options(
     pick="answer",
     percent="fraction",
