@@ -178,7 +178,6 @@ def _after_token(
     that a long run costs one pass, not one per blank). ``pre`` starts each text (anchored).
     """
     starts, ends, data = _bytes(text)
-    starts, ends = starts.astype(np.int64), ends.astype(np.int64)
     at = np.where(matched, starts + _byte_lengths(pre) + _byte_lengths(tok), ends)
     last = len(data) - 1
     following = np.where(at < ends, data[np.minimum(at, last)], 0)
@@ -198,7 +197,7 @@ def _after_token(
 
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
     starts, ends, _ = _bytes(strings)
-    return (ends - starts).astype(np.int64)
+    return ends - starts
 
 
 def _may_hold(strings: pa.Array, chars: bytes) -> bool:
@@ -224,15 +223,20 @@ def _alnum_mask(chars: pa.Array) -> np.ndarray:
 
 
 def _signed_values(
-    head: pa.Array, values: np.ndarray, pct: pa.Array | None, opts: Options
+    head: pa.Array,
+    values: np.ndarray,
+    pct: pa.Array | None,
+    opts: Options,
+    last: np.ndarray | None = None,
 ) -> np.ndarray:
     """The values with the sign that ends ``head`` when it belongs (see SPEC §1): right before
-    the token, or right before one currency symbol that ends ``head`` (SPEC v3)."""
+    the token, or right before one currency symbol that ends ``head`` (SPEC v3). ``last``:
+    `_last_byte` of ``head`` when the caller has it."""
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
     # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
     # the heads ending with a currency symbol right after such a byte, without that symbol.
-    last = _last_byte(head)
+    last = _last_byte(head) if last is None else last
     rows = np.flatnonzero(_MINUS_LAST[last])
     negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
     rows = _currency_after_minus(head, last)
@@ -342,7 +346,8 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     parts = pc.extract_regex(text, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
-    found = matched & (_last_byte(pre) != ord(point))
+    before = _last_byte(pre)
+    found = matched & (before != ord(point))
     grouped = _mask(pc.match_substring(tok, group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
@@ -371,7 +376,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     values[~found] = np.nan
     if percent is not None and opts.percent == "fraction":
         values[percent] /= 100
-    return _signed_values(pre, values, None, opts), matched & ~found
+    return _signed_values(pre, values, None, opts, before), matched & ~found
 
 
 def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
