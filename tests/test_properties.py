@@ -189,6 +189,8 @@ _V3_PIECES = [
     ),
     *(". ", ", ", "$119. 95", "\uff11\uff12", "\u0661\u0662\u0663", "\u0966", "-", "\u2212", "+"),
     *(" ", "  ", "\t", "\n", ",", ".", "k", "M", "bn", "####", "answer is", "\\boxed{", "}"),
+    *(" " * 9, " \t" * 6),  # more blanks after a token than the column reader looks through
+    *("{,}", ",\\!", "1{,}234", "\ue000"),  # rows parse_general looks at first (its _special_regex)
 ]
 v3_texts = st.lists(
     st.one_of(
@@ -214,6 +216,37 @@ def test_column_reader_equals_one_value_reader_with_every_option(values, data) -
     for opts in (data.draw(v3_options), data.draw(v3_options)):
         got = parse_column(values, opts)
         assert np.array_equal(got, _plain(values, opts), equal_nan=True), (values, opts)
+
+
+# Longer than the column reader's first look from the end (100 bytes), with characters of
+# 2, 3 and 4 UTF-8 bytes where it cuts.
+long_texts = st.builds(
+    lambda a, pad, b: a + pad + b,
+    v3_texts,
+    st.text(alphabet=" xa.\u00e9\u20ac\u00bd\u0661\U0001d7d8", min_size=60, max_size=140),
+    v3_texts,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(long_texts, st.none()), max_size=10), data=st.data())
+def test_column_reader_equals_one_value_reader_on_long_texts(values, data) -> None:
+    for opts in (data.draw(v3_options), data.draw(v3_options)):
+        got = parse_column(values, opts)
+        assert np.array_equal(got, _plain(values, opts), equal_nan=True), (values, opts)
+
+
+@pytest.mark.parametrize(
+    "before", ["-\u20ac", "\u2212", "\u00bd ", "\u0661", "\U0001d7d8", "1\u00a0"]
+)
+def test_the_last_number_near_where_the_column_reader_cuts_a_long_text(before: str) -> None:
+    # Its first look from the end takes 100 bytes: a cut inside a character must not read it.
+    texts = [f"1 a {before}5{'x' * pad}" for pad in range(90, 102)]
+    for opts in (Options(pick="last"), Options(pick="answer", thousands="any")):
+        for preset in ("none", "answers", "prose", "prices"):
+            opts = Options.of(opts, preset=preset)
+            got = parse_column(texts, opts)
+            assert np.array_equal(got, _plain(texts, opts), equal_nan=True), (before, opts)
 
 
 V3_ALL = Options(
@@ -257,3 +290,23 @@ def test_several_numbers_equals_the_one_value_count_with_every_option(values, op
 
     plain = [isinstance(v, str) and count_tokens(v, opts) == 2 for v in values]
     assert several_numbers(values, opts).tolist() == plain
+
+
+_AFTER_FIRST = ["k", "%", "000", "\\,000", "'000", "1/2", "/2", "billion", "x", ""]
+
+
+@pytest.mark.parametrize("blanks", [0, 1, 2, 7, 8, 9, 20])
+def test_column_reader_reads_any_run_of_blanks_after_the_first_token(blanks: int) -> None:
+    # The column reader looks at most 8 blanks past the first token and hands longer runs on.
+    texts = [
+        f"{head}12{gap}{after} and 7"
+        for head in ("", "about ", "\\frac ", "-$")
+        for gap in (" " * blanks, "\t " * (blanks // 2))
+        for after in _AFTER_FIRST
+    ]
+    for opts in (
+        Options(scale="words", thousands="any", fractions=True, percent="fraction"),
+        Options(**PRESETS["prose"]),
+        Options(**{**PRESETS["answers"], "pick": "first"}),
+    ):
+        assert np.array_equal(parse_column(texts, opts), _plain(texts, opts), equal_nan=True)

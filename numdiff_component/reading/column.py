@@ -28,6 +28,7 @@ from numdiff_component.reading.tiers import (
     _MARK,
     _cast_whole,
     _mask,
+    _may_hold,
     _nulls_where,
     _parse_full,
     _parse_lead,
@@ -35,9 +36,9 @@ from numdiff_component.reading.tiers import (
 from numdiff_component.reading.tiers_readings import (
     _classic,
     _hard_regex,
-    _may_hold,
     _parse_general,
     _re2_scan,
+    _special_regex,
 )
 from numdiff_component.reading.words import FIRST_WORDS
 
@@ -61,15 +62,17 @@ def _ranges_test() -> str:
     ``e`` or ``E``, right after a digit or a point, then ``-`` and an ASCII digit. There the
     decimal token took ``e-D`` as its exponent (greedily), so no token ends before the ``e``;
     except A/B and ``\frac`` (a token that takes no exponent), kept by the last alternatives.
+    A unit's length (1 to 16 characters) is not bounded here: a superset, and a counted run of
+    this class made RE2 build a large automaton on every call (milliseconds) and search slower.
     """
     x, dash = "[0-9.,}]", r"[ \t]*\x{2013}|-?[ \t]+[tT][oO][ \t]"
     connector = f"(?:-|{dash})"
     return "|".join(
         [
             f"{x}{connector}",
-            rf"{x}[ \t]+{_UNIT}{{1,16}}{connector}",
-            f"{x}{_UNIT_NOT_E}{_UNIT}{{0,15}}{connector}",
-            f"{x}[eE]{_UNIT}{{1,15}}{connector}",
+            rf"{x}[ \t]+{_UNIT}+{connector}",
+            f"{x}{_UNIT_NOT_E}{_UNIT}*{connector}",
+            f"{x}[eE]{_UNIT}+{connector}",
             f"{x}[eE](?:{dash}|-[^0-9])",
             r"(?:\}|/[0-9]+)[eE]-",
             any_case("between"),
@@ -153,14 +156,34 @@ def _value_or_nan(opts: Options) -> Callable[[str], float]:
     return read
 
 
-def _tiers(text: pa.Array, opts: Options) -> np.ndarray:
+def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows the one-value reader reads (`route`), and with §1.1's readings the rows that
+    `parse_general` looks at before its RE2 patterns (its `_special_regex`; else ``None``).
+
+    When both are wanted, one pass finds the rows matching either test, and each test then runs
+    on those rows only: one pass over the text instead of two (few rows match either).
+    """
+    base = tier_options(opts)
+    routed = route_regex(opts)
+    if _classic(base) or not routed:
+        return route(text, opts), None
+    either = _mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
+    plain, special = np.zeros(len(text), bool), np.zeros(len(text), bool)
+    if either.any():
+        some = text.filter(either)
+        plain[either] = _mask(pc.match_substring_regex(some, routed))
+        special[either] = _mask(pc.match_substring_regex(some, _special_regex(base)))
+    return plain, special
+
+
+def _tiers(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
     """Values of a string array (nulls allowed) by the tiers; NaN where no number.
 
     `parse_lead`, and the rows it hands on to `parse_full`; with §1.1's readings,
-    `parse_general`.
+    `parse_general` (``special``: see `_closer_looks`).
     """
     if not _classic(opts):
-        return _parse_general(text, opts)
+        return _parse_general(text, opts, special)
     out, rest = _parse_lead(text, opts)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
         marked = rest & _mask(pc.match_substring(text, _MARK))
@@ -189,13 +212,14 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
         todo = valid & ~np.isfinite(out)
     if not todo.any():
         return out
-    plain = todo & route(text, opts)
+    plain, special = _closer_looks(text, opts)
+    plain &= todo
     todo &= ~plain
     if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
         hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
-        out[todo] = _tiers(hidden, base)[todo]
+        out[todo] = _tiers(hidden, base, None if special is None else special & todo)[todo]
     elif todo.any():
-        out[todo] = _tiers(text.filter(todo), base)
+        out[todo] = _tiers(text.filter(todo), base, None if special is None else special[todo])
     if plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
     return out

@@ -64,13 +64,14 @@ def _lead_regex(opts: Options) -> str:
     ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
     With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
     single character class (the words themselves make RE2 read the groups several times slower).
-    With ``pick="first"`` and §1.1's readings, `_AFTER` instead.
+    With ``pick="first"`` and §1.1's readings, no more groups: `_after_token` reads the bytes
+    after the token.
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(separators(opts.decimal_comma)[0])
     lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
     if _looks_after(opts):
-        return lead + _AFTER
+        return lead
     if opts.scale == "words":
         pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
         return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
@@ -84,11 +85,12 @@ def _looks_after(opts: Options) -> bool:
     )
 
 
-# The character after the token, ``nc0`` right after it or ``nc1`` after blanks: what decides
-# whether §1.1 reads another token there (a scale word's letter, a percent, an extra separator
-# and a digit, ``\\,``, A/B's slash). ``nc0`` leaves out what the token itself may go on with,
-# so that each character has one way through the pattern (several make RE2 several times slower).
-_AFTER = r"(?:[ \t]+(?P<nc1>[^ \t])|(?P<nc0>[^ \t0-9.,eE]))?"
+# The character after the token, right after it or after blanks: what decides whether §1.1
+# reads another token there (a scale word's letter, a percent, an extra separator and a digit,
+# ``\\,``, A/B's slash). Right after it, what the token itself may go on with is left out.
+_BLANK = np.isin(np.arange(256), [*b" \t"])
+_GOES_ON = np.isin(np.arange(256), [*b" \t0123456789.,eE"])
+_BLANK_STEPS = 8  # a longer run of blanks after the token: the row is handed on
 # Right after the token, a byte that may make it another one: the first byte of an extra
 # separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
 # ``\\`` (of ``\\,`` and ``\\%``), A/B's ``/``; after blanks, a digit (the separator " ")
@@ -164,11 +166,47 @@ def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets[:-1], offsets[1:], data
 
 
-def _first_byte(strings: pa.Array) -> np.ndarray:
-    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
-    starts, ends, data = _bytes(strings)
-    first = np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
-    return first if strings.null_count == 0 else np.where(_mask(strings.is_valid()), first, 0)
+def _after_token(
+    text: pa.Array, pre: pa.Array, tok: pa.Array, matched: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes after each `_lead_regex` token, read from Arrow's buffers (no regex groups).
+
+    ``right``: the first byte right after the token, 0 at the end or where it is a blank or one
+    that the token may go on with (``[0-9.,eE]``); ``later``: the first byte after the blanks
+    that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
+    with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
+    that a long run costs one pass, not one per blank). ``pre`` starts each text (anchored).
+    """
+    starts, ends, data = _bytes(text)
+    at = np.where(matched, starts + _byte_lengths(pre) + _byte_lengths(tok), ends)
+    last = len(data) - 1
+    following = np.where(at < ends, data[np.minimum(at, last)], 0)
+    right = np.where(_GOES_ON[following], 0, following)
+    later = np.zeros_like(following)
+    rows = np.flatnonzero(_BLANK[following] & (at < ends))
+    at = at[rows] + 1
+    for _ in range(_BLANK_STEPS):
+        byte = np.where(at < ends[rows], data[np.minimum(at, last)], 0)
+        blank = _BLANK[byte] & (at < ends[rows])
+        later[rows[~blank]] = byte[~blank]
+        rows, at = rows[blank], at[blank] + 1
+        if not len(rows):
+            break
+    return right, later, rows
+
+
+def _byte_lengths(strings: pa.Array) -> np.ndarray:
+    starts, ends, _ = _bytes(strings)
+    return ends - starts
+
+
+def _may_hold(strings: pa.Array, chars: bytes) -> bool:
+    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
+    data = strings.buffers()[2]
+    if data is None:
+        return False
+    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
+    return any(bytes([byte]) in text for byte in set(chars))
 
 
 def _last_byte(strings: pa.Array) -> np.ndarray:
@@ -185,15 +223,20 @@ def _alnum_mask(chars: pa.Array) -> np.ndarray:
 
 
 def _signed_values(
-    head: pa.Array, values: np.ndarray, pct: pa.Array | None, opts: Options
+    head: pa.Array,
+    values: np.ndarray,
+    pct: pa.Array | None,
+    opts: Options,
+    last: np.ndarray | None = None,
 ) -> np.ndarray:
     """The values with the sign that ends ``head`` when it belongs (see SPEC §1): right before
-    the token, or right before one currency symbol that ends ``head`` (SPEC v3)."""
+    the token, or right before one currency symbol that ends ``head`` (SPEC v3). ``last``:
+    `_last_byte` of ``head`` when the caller has it."""
     if pct is not None:
         values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
     # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
     # the heads ending with a currency symbol right after such a byte, without that symbol.
-    last = _last_byte(head)
+    last = _last_byte(head) if last is None else last
     rows = np.flatnonzero(_MINUS_LAST[last])
     negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
     rows = _currency_after_minus(head, last)
@@ -303,7 +346,8 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     parts = pc.extract_regex(text, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
-    found = matched & (_last_byte(pre) != ord(point))
+    before = _last_byte(pre)
+    found = matched & (before != ord(point))
     grouped = _mask(pc.match_substring(tok, group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
@@ -312,10 +356,10 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
     if _looks_after(opts):
-        right = _first_byte(pc.struct_field(parts, "nc0"))
-        later = _first_byte(pc.struct_field(parts, "nc1"))
+        right, later, unknown = _after_token(text, pre, tok, matched)
+        found[unknown] = False
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
-        if opts.fractions:  # a \frac before the first digit
+        if opts.fractions and _may_hold(pre, b"\\"):  # a \frac before the first digit
             found &= ~_mask(pc.match_substring(pre, "\\"))
         scaled = _SCALE_BYTES[right] | _SCALE_BYTES[later]
         percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
@@ -332,7 +376,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     values[~found] = np.nan
     if percent is not None and opts.percent == "fraction":
         values[percent] /= 100
-    return _signed_values(pre, values, None, opts), matched & ~found
+    return _signed_values(pre, values, None, opts, before), matched & ~found
 
 
 def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:

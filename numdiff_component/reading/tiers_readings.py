@@ -26,10 +26,12 @@ from numdiff_component.reading.plain import parse_text
 from numdiff_component.reading.tiers import (
     _MARK,
     _alnum_mask,
+    _bytes,
     _decimal_values,
     _field,
     _lengths,
     _mask,
+    _may_hold,
     _nulls_where,
     _parse_lead,
     _replace_rows,
@@ -108,19 +110,61 @@ def _reversed_last_regex(opts: Options) -> str:
     return rf"(?s)^(?P<r>[^0-9]*[0-9][{chars}]*(?P<ctx>[^{chars}]|$))"
 
 
-_TAIL = 100  # characters: most answers end within them
+_TAIL = 100  # bytes: most answers end within them
+
+
+def _binary(strings: pa.Array) -> pa.Array:
+    """The same buffers as bytes (no copy): Arrow's byte kernels are several times faster."""
+    large = pa.types.is_large_string(strings.type)
+    return strings.view(pa.large_binary() if large else pa.binary())
+
+
+def _reverse(strings: pa.Array) -> pa.Array:
+    """Each string reversed, character by character.
+
+    An ASCII string reversed byte by byte is the same; only the others go through
+    ``utf8_reverse`` (several times slower per byte).
+    """
+    ascii_rows = _mask(pc.string_is_ascii(strings))
+    out = pc.binary_reverse(_binary(strings)).view(strings.type)
+    if not ascii_rows.all():
+        other = ~ascii_rows & _mask(strings.is_valid())
+        out = _replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
+    return out
+
+
+def _tail(strings: pa.Array) -> pa.Array:
+    """The last `_TAIL` bytes of each string or fewer: cut where a character starts."""
+    data = _binary(strings)
+    tail = pc.binary_slice(data, -_TAIL)
+    for fewer in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
+        inside = _CONTINUATION[_first_bytes(tail)]
+        if not inside.any():
+            break
+        tail = _replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL + fewer))
+    return tail.view(strings.type)
+
+
+_CONTINUATION = np.arange(256) // 64 == 2  # 0b10xxxxxx: not the first byte of a character
+
+
+def _first_bytes(strings: pa.Array) -> np.ndarray:
+    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
+    starts, ends, data = _bytes(strings)
+    return np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
 
 
 def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> list[pa.Array]:
     """Groups ``names`` of ``pattern`` on each reversed string; null where it does not match.
 
-    Only the last `_TAIL` characters are reversed and searched first. A longer row is searched
-    again whole when that found nothing, or when ``ctx`` matched at the cut (empty and ``ans``
-    or ``r`` not): there the cut, not the text, ended the match.
+    Only the last `_TAIL` bytes (cut where a character starts) are reversed and searched first.
+    A longer row is searched again whole when that found nothing, or when ``ctx`` matched at the
+    cut (empty and ``ans`` or ``r`` not): there the cut, not the text, ended the match.
     """
-    long = _lengths(text) > _TAIL
-    tail = pc.utf8_slice_codeunits(text, -_TAIL) if long.any() else text
-    parts = pc.extract_regex(pc.utf8_reverse(tail), pattern)
+    starts, ends, _ = _bytes(text)
+    long = (ends - starts > _TAIL) & _mask(text.is_valid())
+    tail = _tail(text) if long.any() else text
+    parts = pc.extract_regex(_reverse(tail), pattern)
     fields = [pc.struct_field(parts, name) for name in names]
     if long.any():
         ctx = pc.struct_field(parts, "ctx")
@@ -128,7 +172,7 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
         at_cut = _mask(pc.equal(ctx, "")) & _mask(pc.greater(pc.utf8_length(word), 0))
         again = long & (~_mask(parts.is_valid()) | at_cut)
         if again.any():
-            more = pc.extract_regex(pc.utf8_reverse(text.filter(again)), pattern)
+            more = pc.extract_regex(_reverse(text.filter(again)), pattern)
             fields = [
                 _replace_rows(f, again, pc.struct_field(more, name))
                 for f, name in zip(fields, names, strict=True)
@@ -220,7 +264,7 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
         found = _mask(around.is_valid())
-        around, index = pc.utf8_reverse(around.filter(found)), index[found]
+        around, index = _reverse(around.filter(found)), index[found]
         values, again = _parse_lead(around, last)
         out[index] = values
         if again.any():
@@ -246,7 +290,7 @@ def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     r, c, box = _reversed_search(text, reversed_answer_regex(), ("r", "c", "box", "ans"))[:3]
     marked = _mask(r.is_valid())
     r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
-    span = pc.utf8_reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
+    span = _reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
     box = np.asarray(pc.utf8_length(box)) > 0
     deep = np.zeros(len(span), bool)
     if box.any():
@@ -272,24 +316,20 @@ def _special_bytes(opts: Options) -> bytes:
     )
 
 
-def _may_hold(strings: pa.Array, chars: bytes) -> bool:
-    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
-    data = strings.buffers()[2]
-    if data is None:
-        return False
-    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
-    return any(bytes([byte]) in text for byte in set(chars))
+def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
+    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none.
 
-
-def _parse_general(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none."""
+    ``special``: the rows that match `_special_regex`, when the caller has found them (a
+    superset will do: the others only take one more test).
+    """
     original = text
     out = np.full(len(text), np.nan)
     rows = _mask(text.is_valid())
     hard = np.zeros(len(text), bool)
-    special = np.zeros(len(text), bool)
-    if _may_hold(text, _special_bytes(opts)):
-        special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+    if special is None:
+        special = np.zeros(len(text), bool)
+        if _may_hold(text, _special_bytes(opts)):
+            special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
     if special.any():  # one cheap pass; the rest only on the few rows that need it
         some = text.filter(special)
         if opts.thousands == "any":
