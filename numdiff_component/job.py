@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from numdiff_component.tables import local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     Evaluation,
+    import_mlflow,
     log_evaluation,
 )
 
@@ -218,10 +219,15 @@ def _run(
     collected = _score(engine, table, config, path, progress)
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
-    notes = collected.notes(config.options)
-    if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
-        notes += (INFINITE_MAE,)
-    reports = _write_report(collected.report, path, aggregates, source, notes)
+    report = collected.report
+    # Drawing and importing MLflow each take a second or more: done side by side.
+    with report.drawing(source) if report is not None and config.track else nullcontext():
+        notes = collected.notes(config.options)
+        if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
+            notes += (INFINITE_MAE,)
+        if config.track:
+            import_mlflow()
+        reports = _write_report(report, path, aggregates, source, notes)
     evaluation = Evaluation(
         **vars(config.scoring),
         source=source,

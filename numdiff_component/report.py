@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,13 @@ import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.options import Options
-from numdiff_component.report_plots import SCORE_EDGES, draw_histogram, draw_scatter, plural
+from numdiff_component.report_plots import (
+    SCORE_EDGES,
+    InChild,
+    draw_histogram,
+    draw_scatter,
+    plural,
+)
 from numdiff_component.report_render import cells, image, kind, number, render, text
 from numdiff_component.request import Scoring
 from numdiff_component.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
@@ -92,6 +98,7 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
+        self._drawing: tuple[str, InChild[tuple[bytes, bytes]]] | None = None
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
@@ -182,19 +189,10 @@ class ReportBuilder:
         ``notes`` are one-line messages shown under the headline of both reports. On an error
         (a full disk) no file of the report is left in ``folder`` and the error is raised.
         """
-        # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            histogram = draw_histogram(
-                self.passed_counts,
-                self.failed_counts,
-                self.n_unparseable,
-                self.options.threshold,
-                self.title or text(source, None),
-            )
-            scatter = draw_scatter(
-                self.sample(), self.n_rows, self.n_unparseable, self.title or text(source, None)
-            )
+        if self._drawing is not None and self._drawing[0] == source:
+            histogram, scatter = self._drawing[1].result()
+        else:
+            histogram, scatter = self.plots(source)
         files = {
             HISTOGRAM_PNG: histogram,
             SCATTER_PNG: scatter,
@@ -211,6 +209,34 @@ class ReportBuilder:
                     (folder / name).unlink(missing_ok=True)
             raise
         return [folder / name for name in files]
+
+    def plots(self, source: str) -> tuple[bytes, bytes]:
+        """The score histogram and the output-vs-expected scatter as PNG, titled with the
+        builder's title, else ``source``."""
+        title = self.title or text(source, None)
+        # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            histogram = draw_histogram(
+                self.passed_counts,
+                self.failed_counts,
+                self.n_unparseable,
+                self.options.threshold,
+                title,
+            )
+            return histogram, draw_scatter(self.sample(), self.n_rows, self.n_unparseable, title)
+
+    @contextlib.contextmanager
+    def drawing(self, source: str) -> Iterator[None]:
+        """Within the block, the plots of ``source`` are drawn by a child process while this
+        one goes on (`InChild`); `write` takes them from it. Add no row within the block: the
+        child draws the rows added before it. On the way out the child is gone."""
+        with InChild(lambda: self.plots(source)) as child:
+            self._drawing = (source, child)
+            try:
+                yield
+            finally:
+                self._drawing = None
 
     def _context(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str]

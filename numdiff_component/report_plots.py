@@ -3,6 +3,10 @@ output against expected.
 
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a plot is drawn.
+
+`InChild` draws them in a forked child process, so that the drawing (a second of CPU, mostly
+importing matplotlib) overlaps with the job's own slow work (importing MLflow): Python threads
+would take turns on one core, since both hold the GIL.
 """
 
 from __future__ import annotations
@@ -10,7 +14,14 @@ from __future__ import annotations
 import io
 import itertools
 import math
-from typing import Any
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -72,6 +83,7 @@ def draw_histogram(
     nonzero = heights[heights > 0]
     if nonzero.size and nonzero.max() / nonzero.min() > 100:
         ax.set_yscale("log")  # a tall bar at 1.0 would hide every failure otherwise
+        ax.yaxis.set_major_formatter(power_of_ten)
         ax.set_ylabel("rows (log scale)")
     else:
         ax.yaxis.get_major_locator().set_params(integer=True)
@@ -136,6 +148,9 @@ def draw_scatter(sample: pd.DataFrame, n_rows: int, n_unparseable: int, title: s
             axis_set("symlog", linthresh=linthresh, linscale=2)
         else:
             axis_set(scale)
+    if scale != "linear":
+        ax.xaxis.set_major_formatter(power_of_ten)
+        ax.yaxis.set_major_formatter(power_of_ten)
     if scale == "symlog":
         ax.tick_params(axis="x", labelrotation=45)  # labels crowd around zero otherwise
     size = 12 if len(x) > 1000 else 24
@@ -239,6 +254,29 @@ def _symlog_ticks(linthresh: float, limit: float) -> list[float]:
     return [-d for d in reversed(decades)] + [0.0] + decades
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(value: float, _position: object = None) -> str:
+    """The label of a tick on a log or symlog axis: ``10³``, ``10⁻¹``, ``0``, negative powers
+    after matplotlib's minus sign (U+2212); none between powers of ten. Unicode superscripts,
+    not matplotlib's mathtext (``$10^{3}$``): they read the same, and building mathtext's parser
+    takes a fifth of the time spent drawing both plots.
+
+    >>> power_of_ten(1000.0), power_of_ten(0.1), power_of_ten(0.0), power_of_ten(20.0)
+    ('10³', '10⁻¹', '0', '')
+    >>> power_of_ten(-10.0) == "\N{MINUS SIGN}10¹"
+    True
+    """
+    if value == 0:
+        return "0"
+    exponent = round(math.log10(abs(value)))
+    if not math.isclose(abs(value), 10.0**exponent):
+        return ""
+    sign = "\N{MINUS SIGN}" if value < 0 else ""
+    return f"{sign}10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
 def _figure(width: float, height: float) -> tuple[Any, Any]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -252,3 +290,85 @@ def _png(fig: Any) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+T = TypeVar("T")
+
+
+class InChild(Generic[T]):
+    """``draw()`` run at once in a forked child process (Linux), its result taken by `result`.
+
+    The child writes no file: it sends its result back pickled through a pipe and exits, with
+    the default action for SIGINT and SIGTERM (the parent's handlers clean up the parent's
+    files, not the child's business). `result` calls ``draw()`` here instead when the child
+    gives nothing within ``timeout`` seconds, failed, or could not be forked, so the result and
+    any error are those of the plain call. `close` (also on the way out of ``with``) kills and
+    reaps the child whatever happened: a signal here leaves no process behind.
+    """
+
+    def __init__(self, draw: Callable[[], T], timeout: float = 60.0) -> None:
+        self._draw = draw
+        self._deadline = time.monotonic() + timeout
+        self._pid = self._fd = -1
+        if sys.platform != "linux":  # fork is unsafe on macOS and missing on Windows
+            return
+        read, write = os.pipe()
+        try:
+            self._pid = os.fork()
+        except OSError:  # no memory or process left: draw here
+            os.close(read)
+            os.close(write)
+            return
+        if self._pid == 0:
+            self._child(read, write)
+        os.close(write)
+        self._fd = read
+
+    def _child(self, read: int, write: int) -> None:
+        status = 1
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_DFL)
+            os.close(read)
+            data = pickle.dumps(self._draw())
+            with open(write, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)  # nothing of the parent's: no exit handler, no buffered output
+
+    def result(self) -> T:
+        """What ``draw()`` returned, in the child or else here."""
+        data = self._read() if self._fd >= 0 else b""
+        self.close()
+        try:
+            return pickle.loads(data) if data else self._draw()
+        except (pickle.UnpicklingError, EOFError):  # cut short (the child was killed)
+            return self._draw()
+
+    def _read(self) -> bytes:
+        chunks: list[bytes] = []
+        while (left := self._deadline - time.monotonic()) > 0:
+            if not select.select([self._fd], [], [], left)[0]:
+                return b""  # no answer in time: the child is killed, and it is drawn here
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+        return b""
+
+    def close(self) -> None:
+        """Kill and reap the child, close the pipe (again: nothing happens)."""
+        if self._pid > 0:
+            os.kill(self._pid, signal.SIGKILL)  # a zombie until reaped: the pid cannot be reused
+            os.waitpid(self._pid, 0)
+            self._pid = -1
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> InChild[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -115,6 +115,11 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
             signal.signal(signal.SIGALRM, previous)
 
 
+def import_mlflow() -> None:
+    """Import MLflow now: it takes seconds, which the job spends while its plots are drawn."""
+    import mlflow  # noqa: F401
+
+
 def upload_seconds(path: Path) -> float:
     """Extra seconds for uploading ``path`` (a file or a folder): one per MiB."""
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
