@@ -219,12 +219,16 @@ def _run(
     collected = _score(engine, table, config, path, progress)
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
+    notes = collected.notes(config.options)
+    if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
+        notes += (INFINITE_MAE,)
     report = collected.report
-    # Drawing and importing MLflow each take a second or more: done side by side.
-    with report.drawing(source) if report is not None and config.track else nullcontext():
-        notes = collected.notes(config.options)
-        if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
-            notes += (INFINITE_MAE,)
+    # Making the report and importing MLflow take a second or more each: done side by side.
+    with (
+        report.made_apart(aggregates, source, notes)
+        if report is not None and config.track
+        else nullcontext()
+    ):
         if config.track:
             import_mlflow()
         reports = _write_report(report, path, aggregates, source, notes)

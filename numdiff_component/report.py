@@ -98,7 +98,7 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
-        self._drawing: tuple[str, InChild[tuple[bytes, bytes]]] | None = None
+        self._made_apart: tuple[tuple[Any, ...], InChild[dict[str, bytes]]] | None = None
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
@@ -189,16 +189,11 @@ class ReportBuilder:
         ``notes`` are one-line messages shown under the headline of both reports. On an error
         (a full disk) no file of the report is left in ``folder`` and the error is raised.
         """
-        if self._drawing is not None and self._drawing[0] == source:
-            histogram, scatter = self._drawing[1].result()
+        made = self._made_apart
+        if made is not None and made[0] == (aggregates, source, notes):
+            files = made[1].result()
         else:
-            histogram, scatter = self.plots(source)
-        files = {
-            HISTOGRAM_PNG: histogram,
-            SCATTER_PNG: scatter,
-            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
-            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
-        }
+            files = self.files(aggregates, source, notes)
         folder.mkdir(parents=True, exist_ok=True)
         try:
             for name, data in files.items():
@@ -209,6 +204,32 @@ class ReportBuilder:
                     (folder / name).unlink(missing_ok=True)
             raise
         return [folder / name for name in files]
+
+    def files(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> dict[str, bytes]:
+        """What `write` writes: each file's name and content, in that order."""
+        histogram, scatter = self.plots(source)
+        return {
+            HISTOGRAM_PNG: histogram,
+            SCATTER_PNG: scatter,
+            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
+            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
+        }
+
+    @contextlib.contextmanager
+    def made_apart(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> Iterator[None]:
+        """Within the block, a child process makes the report's `files` while this one goes on
+        (`InChild`), and `write` with the same arguments takes them from it. Add no row within
+        the block: the child has the rows added before it. On the way out the child is gone."""
+        with InChild(lambda: self.files(aggregates, source, notes)) as child:
+            self._made_apart = ((aggregates, source, notes), child)
+            try:
+                yield
+            finally:
+                self._made_apart = None
 
     def plots(self, source: str) -> tuple[bytes, bytes]:
         """The score histogram and the output-vs-expected scatter as PNG, titled with the
@@ -225,18 +246,6 @@ class ReportBuilder:
                 title,
             )
             return histogram, draw_scatter(self.sample(), self.n_rows, self.n_unparseable, title)
-
-    @contextlib.contextmanager
-    def drawing(self, source: str) -> Iterator[None]:
-        """Within the block, the plots of ``source`` are drawn by a child process while this
-        one goes on (`InChild`); `write` takes them from it. Add no row within the block: the
-        child draws the rows added before it. On the way out the child is gone."""
-        with InChild(lambda: self.plots(source)) as child:
-            self._drawing = (source, child)
-            try:
-                yield
-            finally:
-                self._drawing = None
 
     def _context(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str]

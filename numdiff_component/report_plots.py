@@ -4,13 +4,14 @@ output against expected.
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a plot is drawn.
 
-`InChild` draws them in a forked child process, so that the drawing (a second of CPU, mostly
-importing matplotlib) overlaps with the job's own slow work (importing MLflow): Python threads
-would take turns on one core, since both hold the GIL.
+`InChild` makes the report (these plots and the rendered text) in a forked child process, so
+that it (a second of CPU, half of it importing matplotlib) overlaps with the job's own slow work
+(importing MLflow); Python threads would take turns instead, both holding the GIL (measured).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import math
@@ -20,7 +21,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -293,64 +294,77 @@ def _png(fig: Any) -> bytes:
 
 
 T = TypeVar("T")
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
 
 
 class InChild(Generic[T]):
-    """``draw()`` run at once in a forked child process (Linux), its result taken by `result`.
+    """``make()`` run at once in a forked child process (Linux), its result taken by `result`.
 
     The child writes no file: it sends its result back pickled through a pipe and exits, with
     the default action for SIGINT and SIGTERM (the parent's handlers clean up the parent's
-    files, not the child's business). `result` calls ``draw()`` here instead when the child
+    files, not the child's business). `result` calls ``make()`` here instead when the child
     gives nothing within ``timeout`` seconds, failed, or could not be forked, so the result and
     any error are those of the plain call. `close` (also on the way out of ``with``) kills and
     reaps the child whatever happened: a signal here leaves no process behind.
     """
 
-    def __init__(self, draw: Callable[[], T], timeout: float = 60.0) -> None:
-        self._draw = draw
+    def __init__(self, make: Callable[[], T], timeout: float = 60.0) -> None:
+        self._make = make
         self._deadline = time.monotonic() + timeout
         self._pid = self._fd = -1
         if sys.platform != "linux":  # fork is unsafe on macOS and missing on Windows
             return
         read, write = os.pipe()
+        # Until the child has its own handlers, a SIGINT or SIGTERM would run the parent's in
+        # it: they wait, blocked, and reach each process once it is ready for them.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
         try:
             self._pid = os.fork()
-        except OSError:  # no memory or process left: draw here
+        except OSError:  # no memory or process left: made here
             os.close(read)
             os.close(write)
-            return
+        finally:
+            if self._pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if self._pid == 0:
-            self._child(read, write)
-        os.close(write)
-        self._fd = read
+            self._child(read, write, mask)
+        elif self._pid > 0:
+            os.close(write)
+            self._fd = read
 
-    def _child(self, read: int, write: int) -> None:
+    def _child(self, read: int, write: int, mask: Iterable[int]) -> None:
         status = 1
         try:
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            for signum in _STOPPING:
                 signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read)
-            data = pickle.dumps(self._draw())
+            data = pickle.dumps(self._make())
             with open(write, "wb") as pipe:
                 pipe.write(data)
             status = 0
         finally:
             os._exit(status)  # nothing of the parent's: no exit handler, no buffered output
 
+    @property
+    def pid(self) -> int:
+        """The child's process id; -1 once it is reaped, or when none was forked."""
+        return self._pid
+
     def result(self) -> T:
-        """What ``draw()`` returned, in the child or else here."""
+        """What ``make()`` returned, in the child or else here."""
         data = self._read() if self._fd >= 0 else b""
         self.close()
-        try:
-            return pickle.loads(data) if data else self._draw()
-        except (pickle.UnpicklingError, EOFError):  # cut short (the child was killed)
-            return self._draw()
+        if data:
+            with contextlib.suppress(pickle.UnpicklingError, EOFError):  # cut short by a kill
+                return pickle.loads(data)
+        return self._make()
 
     def _read(self) -> bytes:
         chunks: list[bytes] = []
         while (left := self._deadline - time.monotonic()) > 0:
             if not select.select([self._fd], [], [], left)[0]:
-                return b""  # no answer in time: the child is killed, and it is drawn here
+                return b""  # no answer in time: the child is killed, and it is made here
             chunk = os.read(self._fd, 1 << 16)
             if not chunk:
                 return b"".join(chunks)
@@ -360,8 +374,9 @@ class InChild(Generic[T]):
     def close(self) -> None:
         """Kill and reap the child, close the pipe (again: nothing happens)."""
         if self._pid > 0:
-            os.kill(self._pid, signal.SIGKILL)  # a zombie until reaped: the pid cannot be reused
-            os.waitpid(self._pid, 0)
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):  # reaped elsewhere
+                os.kill(self._pid, signal.SIGKILL)  # a zombie until reaped: its pid stays its own
+                os.waitpid(self._pid, 0)
             self._pid = -1
         if self._fd >= 0:
             os.close(self._fd)
