@@ -98,7 +98,7 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
-        self._made_apart: tuple[tuple[Any, ...], InChild[dict[str, bytes]]] | None = None
+        self._made_apart: tuple[tuple[Any, ...], InChild] | None = None
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:

@@ -14,15 +14,15 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import math
 import os
-import pickle
 import select
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -293,14 +293,14 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-T = TypeVar("T")
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
 
 
-class InChild(Generic[T]):
-    """``make()`` run at once in a forked child process (Linux), its result taken by `result`.
+class InChild:
+    """``make()`` run at once in a forked child process (Linux), its files (name: content)
+    taken by `result`.
 
-    The child writes no file: it sends its result back pickled through a pipe and exits, with
+    The child writes no file: it sends its result back through a pipe and exits, with
     the default action for SIGINT and SIGTERM (the parent's handlers clean up the parent's
     files, not the child's business). `result` calls ``make()`` here instead when the child
     gives nothing within ``timeout`` seconds, failed, or could not be forked, so the result and
@@ -308,7 +308,7 @@ class InChild(Generic[T]):
     reaps the child whatever happened: a signal here leaves no process behind.
     """
 
-    def __init__(self, make: Callable[[], T], timeout: float = 60.0) -> None:
+    def __init__(self, make: Callable[[], dict[str, bytes]], timeout: float = 60.0) -> None:
         self._make = make
         self._deadline = time.monotonic() + timeout
         self._pid = self._fd = -1
@@ -339,9 +339,10 @@ class InChild(Generic[T]):
                 signal.signal(signum, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read)
-            data = pickle.dumps(self._make())
+            files = self._make()
             with open(write, "wb") as pipe:
-                pipe.write(data)
+                pipe.write(json.dumps({name: len(data) for name, data in files.items()}).encode())
+                pipe.write(b"\n" + b"".join(files.values()))
             status = 0
         finally:
             os._exit(status)  # nothing of the parent's: no exit handler, no buffered output
@@ -351,14 +352,21 @@ class InChild(Generic[T]):
         """The child's process id; -1 once it is reaped, or when none was forked."""
         return self._pid
 
-    def result(self) -> T:
+    def result(self) -> dict[str, bytes]:
         """What ``make()`` returned, in the child or else here."""
         data = self._read() if self._fd >= 0 else b""
         self.close()
-        if data:
-            with contextlib.suppress(pickle.UnpicklingError, EOFError):  # cut short by a kill
-                return pickle.loads(data)
-        return self._make()
+        header, _, contents = data.partition(b"\n")
+        try:
+            sizes: dict[str, int] = json.loads(header)
+        except ValueError:  # nothing came: the child failed, was killed or did not answer
+            return self._make()
+        if sum(sizes.values()) != len(contents):  # cut short by a kill
+            return self._make()
+        files, start = {}, 0
+        for name, size in sizes.items():
+            files[name], start = contents[start : start + size], start + size
+        return files
 
     def _read(self) -> bytes:
         chunks: list[bytes] = []
@@ -382,7 +390,7 @@ class InChild(Generic[T]):
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self) -> InChild[T]:
+    def __enter__(self) -> InChild:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -116,8 +116,7 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
 
 
 def import_mlflow() -> None:
-    """Import MLflow now: it takes seconds, which the job spends while its plots are drawn."""
-    import mlflow  # noqa: F401
+    import mlflow  # noqa: F401  # it takes seconds: the job imports it while its report is made
 
 
 def upload_seconds(path: Path) -> float:

@@ -497,17 +497,19 @@ def test_the_report_made_apart_is_the_plain_one(results: pd.DataFrame, tmp_path:
     assert {p.name: p.read_bytes() for p in paths} == builder.files(aggregates, "preds.csv", notes)
 
 
-def _elsewhere(parent: int) -> int:
+def _elsewhere(parent: int) -> dict[str, bytes]:
     """This process's id, after a minute when it is not ``parent``."""
     if os.getpid() != parent:
         time.sleep(60)
-    return os.getpid()
+    return {"pid": str(os.getpid()).encode()}
 
 
 def test_in_child_makes_it_apart_and_leaves_no_process() -> None:
-    with InChild(os.getpid) as child:
+    files = {"empty": b"", "a": b"\n{}\n", "b": bytes(range(256)) * 1000}
+    with InChild(lambda: {**files, "pid": str(os.getpid()).encode()}) as child:
         pid = child.pid
-        assert child.result() == pid != os.getpid()
+        assert child.result() == {**files, "pid": str(pid).encode()}
+        assert pid != os.getpid()
     assert child.pid == -1
     with pytest.raises(ProcessLookupError):  # reaped, not a zombie
         os.kill(pid, 0)
@@ -516,19 +518,20 @@ def test_in_child_makes_it_apart_and_leaves_no_process() -> None:
 def test_in_child_falls_back_to_the_plain_call() -> None:
     """A child that fails, is killed or does not answer in time: made here, errors included."""
     parent = os.getpid()
+    here = {"pid": str(parent).encode()}
 
-    def fails_in_the_child() -> int:
+    def fails_in_the_child() -> dict[str, bytes]:
         if os.getpid() != parent:
             raise RuntimeError("the child fails")
-        return parent
+        return here
 
-    assert InChild(fails_in_the_child).result() == parent
+    assert InChild(fails_in_the_child).result() == here
     killed = InChild(lambda: _elsewhere(parent))
     os.kill(killed.pid, signal.SIGKILL)
-    assert killed.result() == parent
-    assert InChild(lambda: _elsewhere(parent), timeout=0.5).result() == parent
+    assert killed.result() == here
+    assert InChild(lambda: _elsewhere(parent), timeout=0.5).result() == here
 
-    def broken() -> None:
+    def broken() -> dict[str, bytes]:
         raise ValueError("broken everywhere")
 
     with pytest.raises(ValueError, match="broken everywhere"):
