@@ -85,6 +85,7 @@ def draw_histogram(
     if nonzero.size and nonzero.max() / nonzero.min() > 100:
         ax.set_yscale("log")  # a tall bar at 1.0 would hide every failure otherwise
         ax.yaxis.set_major_formatter(power_of_ten)
+        ax.set_ylim(bottom=0.5)  # from 1 (matplotlib's choice), a bar of one row is not seen
         ax.set_ylabel("rows (log scale)")
     else:
         ax.yaxis.get_major_locator().set_params(integer=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import math
 import os
 import re
@@ -29,7 +30,7 @@ from numdiff_component.report import (
     SUMMARY_MD,
     ReportBuilder,
 )
-from numdiff_component.report_plots import InChild, axis_scale
+from numdiff_component.report_plots import SCORE_EDGES, InChild, axis_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}
@@ -553,3 +554,20 @@ def test_in_child_dies_of_a_signal_without_the_parents_handler(signum: int, tmp_
     finally:
         signal.signal(signum, previous)
     assert not handled.exists()
+
+
+def test_a_bar_of_one_row_shows_on_a_log_scale() -> None:
+    """Log scale (a tall bar at 1 beside a few rows): one failing row still makes a bar."""
+    from PIL import Image
+
+    from numdiff_component.report_plots import FAIL_COLOUR, draw_histogram
+
+    passed = np.zeros(len(SCORE_EDGES) - 1, dtype=np.int64)
+    failed = passed.copy()
+    passed[-1], failed[0], failed[9] = 5_000, 2, 1
+    png = draw_histogram(passed, failed, 0, 0.99, "log scale")
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    colour = tuple(int(FAIL_COLOUR[i : i + 2], 16) for i in (1, 3, 5))
+    below_the_legend = (rgb[250:] == colour).all(axis=2)
+    columns = np.flatnonzero(below_the_legend.any(axis=0))
+    assert np.count_nonzero(np.diff(columns) > 1) + 1 == 2  # two red bars: bins 0 and 9
