@@ -7,9 +7,13 @@ columns to float and write one Parquet file holding the two text columns and the
 job also keeps the input columns in its results). Prints the median wall times, their ratio,
 and each process's peak resident memory.
 
+The sample run (`sample_run_against_floor`): ``numdiff score --quiet`` on the packaged sample
+(plots on) and with ``--no-plots``, against MLflow's own floor (`MLFLOW_FLOOR`).
+
     python benchmarks/bench_job.py                     # 20,000,000 rows, 3 runs of each
     python benchmarks/bench_job.py --rows 1000000 --runs 5
     python benchmarks/bench_job.py --sample-run        # only the sample run against MLflow's floor
+    python benchmarks/bench_job.py --sample-run --runs 9
 """
 
 from __future__ import annotations
@@ -124,9 +128,12 @@ def _rounded(runs: list[tuple[float, float]]) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, help="runs of each (default 3; sample run 5)")
+    parser.add_argument("--sample-run", action="store_true", help="only the sample run")
     args = parser.parse_args()
-    large_job(args.rows, args.runs)
+    if not args.sample_run:
+        large_job(args.rows, args.runs or 3)
+    sample_run_against_floor(args.runs or 5)
 
 
 MLFLOW_FLOOR = """
@@ -140,18 +147,25 @@ with mlflow.start_run():
 
 def sample_run_against_floor(repeats: int = 5) -> tuple[float, float]:
     """``numdiff score --quiet`` (the packaged sample, 36 rows, plots on) against MLflow's own
-    floor (import mlflow, start a run, log three metrics and one artifact), each a whole
-    process on a fresh initialised sqlite store, taken in turn; the medians of wall time, and
-    of CPU time (user + sys, steadier on a shared machine), printed with their ratios (issue
-    18's bound: 1.2). Returns the wall medians."""
-    walls: dict[str, list[float]] = {"floor": [], "sample": []}
-    cpus: dict[str, list[float]] = {"floor": [], "sample": []}
+    floor (import mlflow, start a run, log three metrics and one artifact), and the same run
+    with ``--no-plots`` (what the report costs), each a whole process on a fresh initialised
+    sqlite store, taken in turn; the medians of wall time, and of CPU time (user + sys, of the
+    process and the children it waited for: steadier on a shared machine), printed with their
+    ratios (issue 18's bound: 1.2). Returns the wall medians of the floor and the sample run."""
+    commands = {
+        "floor": [sys.executable, "-c", MLFLOW_FLOOR],
+        "sample": [sys.executable, "-m", "numdiff_component", "score", "--quiet"],
+        "no-plots": [sys.executable, "-m", "numdiff_component", "score", "--quiet", "--no-plots"],
+    }
+    walls: dict[str, list[float]] = {kind: [] for kind in commands}
+    cpus: dict[str, list[float]] = {kind: [] for kind in commands}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         artifact = folder / "artifact.txt"
         artifact.write_text("one artifact\n")
+        commands["floor"].append(str(artifact))
         for i in range(repeats):
-            for kind in ("floor", "sample"):
+            for kind, command in commands.items():
                 store = folder / f"{kind}{i}.db"
                 env = {
                     **os.environ,
@@ -161,38 +175,32 @@ def sample_run_against_floor(repeats: int = 5) -> tuple[float, float]:
                 }
                 init = "import mlflow; mlflow.MlflowClient().search_experiments()"
                 subprocess.run([sys.executable, "-c", init], env=env, check=True)
-                command = (
-                    [sys.executable, "-c", MLFLOW_FLOOR, str(artifact)]
-                    if kind == "floor"
-                    else [sys.executable, "-m", "numdiff_component", "score", "--quiet"]
-                )
                 log = folder / f"{kind}{i}.log"
                 with log.open("wb") as stderr:
                     start = time.perf_counter()
                     process = subprocess.Popen(
                         command, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=stderr
                     )
-                    _, status, usage = os.wait4(process.pid, 0)
+                    _, status, usage = os.wait4(process.pid, 0)  # its reaped children included
                 walls[kind].append(time.perf_counter() - start)
                 cpus[kind].append(usage.ru_utime + usage.ru_stime)
                 if os.waitstatus_to_exitcode(status):
                     sys.exit(f"{kind} failed: {log.read_text()[-2000:]}")
-    floor, sample = (statistics.median(walls[k]) for k in ("floor", "sample"))
-    floor_cpu, sample_cpu = (statistics.median(cpus[k]) for k in ("floor", "sample"))
-    print(f"MLflow floor (3 metrics, 1 artifact)   {floor:.2f} s wall, {floor_cpu:.2f} s CPU")
-    print(f"numdiff score --quiet (sample)         {sample:.2f} s wall, {sample_cpu:.2f} s CPU")
-    print(
-        f"ratio (medians of {repeats})                  {sample / floor:.2f}x wall, "
-        f"{sample_cpu / floor_cpu:.2f}x CPU (bound 1.2x)"
-    )
-    print(
-        f"  each run (s wall): floor {[round(w, 1) for w in walls['floor']]}, "
-        f"sample {[round(w, 1) for w in walls['sample']]}"
-    )
-    return floor, sample
+    wall = {kind: statistics.median(runs) for kind, runs in walls.items()}
+    cpu = {kind: statistics.median(runs) for kind, runs in cpus.items()}
+    titles = {
+        "floor": "MLflow floor (3 metrics, 1 artifact)",
+        "sample": "numdiff score --quiet (sample)",
+        "no-plots": "  the same with --no-plots",
+    }
+    print(f"medians of {repeats} runs, taken in turn (bound 1.2x)")
+    for kind, title in titles.items():
+        ratios = f"{wall[kind] / wall['floor']:.2f}x wall, {cpu[kind] / cpu['floor']:.2f}x CPU"
+        print(f"{title:38s} {wall[kind]:5.2f} s wall, {cpu[kind]:5.2f} s CPU   {ratios}")
+    for kind, runs in walls.items():
+        print(f"  each run (s wall), {kind}: {[round(w, 1) for w in runs]}")
+    return wall["floor"], wall["sample"]
 
 
 if __name__ == "__main__":
-    if "--sample-run" not in sys.argv:
-        main()
-    sample_run_against_floor()
+    main()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from numdiff_component.tables import local_path
 from numdiff_component.tracking import (
     LOG_TABLE_MAX_ROWS,
     Evaluation,
+    import_mlflow,
     log_evaluation,
 )
 
@@ -222,7 +223,16 @@ def _run(
     notes = collected.notes(config.options)
     if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
         notes += (INFINITE_MAE,)
-    reports = _write_report(collected.report, path, aggregates, source, notes)
+    report = collected.report
+    # Making the report and importing MLflow take a second or more each: done side by side.
+    with (
+        report.made_apart(aggregates, source, notes)
+        if report is not None and config.track
+        else nullcontext()
+    ):
+        if config.track:
+            import_mlflow()
+        reports = _write_report(report, path, aggregates, source, notes)
     evaluation = Evaluation(
         **vars(config.scoring),
         source=source,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,13 @@ import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.options import Options
-from numdiff_component.report_plots import SCORE_EDGES, draw_histogram, draw_scatter, plural
+from numdiff_component.report_plots import (
+    SCORE_EDGES,
+    InChild,
+    draw_histogram,
+    draw_scatter,
+    plural,
+)
 from numdiff_component.report_render import cells, image, kind, number, render, text
 from numdiff_component.request import Scoring
 from numdiff_component.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
@@ -92,6 +98,7 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
+        self._made_apart: tuple[tuple[Any, ...], InChild] | None = None
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
@@ -182,25 +189,11 @@ class ReportBuilder:
         ``notes`` are one-line messages shown under the headline of both reports. On an error
         (a full disk) no file of the report is left in ``folder`` and the error is raised.
         """
-        # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            histogram = draw_histogram(
-                self.passed_counts,
-                self.failed_counts,
-                self.n_unparseable,
-                self.options.threshold,
-                self.title or text(source, None),
-            )
-            scatter = draw_scatter(
-                self.sample(), self.n_rows, self.n_unparseable, self.title or text(source, None)
-            )
-        files = {
-            HISTOGRAM_PNG: histogram,
-            SCATTER_PNG: scatter,
-            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
-            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
-        }
+        made = self._made_apart
+        if made is not None and made[0] == (aggregates, source, notes):
+            files = made[1].result()
+        else:
+            files = self.files(aggregates, source, notes)
         folder.mkdir(parents=True, exist_ok=True)
         try:
             for name, data in files.items():
@@ -211,6 +204,48 @@ class ReportBuilder:
                     (folder / name).unlink(missing_ok=True)
             raise
         return [folder / name for name in files]
+
+    def files(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> dict[str, bytes]:
+        """What `write` writes: each file's name and content, in that order."""
+        histogram, scatter = self.plots(source)
+        return {
+            HISTOGRAM_PNG: histogram,
+            SCATTER_PNG: scatter,
+            SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
+            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
+        }
+
+    @contextlib.contextmanager
+    def made_apart(
+        self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
+    ) -> Iterator[None]:
+        """Within the block, a child process makes the report's `files` while this one goes on
+        (`InChild`), and `write` with the same arguments takes them from it. Add no row within
+        the block: the child has the rows added before it. On the way out the child is gone."""
+        with InChild(lambda: self.files(aggregates, source, notes)) as child:
+            self._made_apart = ((aggregates, source, notes), child)
+            try:
+                yield
+            finally:
+                self._made_apart = None
+
+    def plots(self, source: str) -> tuple[bytes, bytes]:
+        """The score histogram and the output-vs-expected scatter as PNG, titled with the
+        builder's title, else ``source``."""
+        title = self.title or text(source, None)
+        # Axes near the float limits overflow inside matplotlib; the picture is right regardless.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            histogram = draw_histogram(
+                self.passed_counts,
+                self.failed_counts,
+                self.n_unparseable,
+                self.options.threshold,
+                title,
+            )
+            return histogram, draw_scatter(self.sample(), self.n_rows, self.n_unparseable, title)
 
     def _context(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str]

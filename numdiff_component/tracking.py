@@ -115,6 +115,10 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
             signal.signal(signal.SIGALRM, previous)
 
 
+def import_mlflow() -> None:
+    import mlflow  # noqa: F401  # it takes seconds: the job imports it while its report is made
+
+
 def upload_seconds(path: Path) -> float:
     """Extra seconds for uploading ``path`` (a file or a folder): one per MiB."""
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]

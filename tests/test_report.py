@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import math
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from numdiff_component.report import (
     SUMMARY_MD,
     ReportBuilder,
 )
-from numdiff_component.report_plots import axis_scale
+from numdiff_component.report_plots import SCORE_EDGES, InChild, axis_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}
@@ -483,3 +486,88 @@ def test_a_full_disk_leaves_no_report_file(results: pd.DataFrame, tmp_path: Path
         assert os.listdir(mount / "report") == []
     finally:
         subprocess.run(["umount", str(mount)], check=True, timeout=30)
+
+
+def test_the_report_made_apart_is_the_plain_one(results: pd.DataFrame, tmp_path: Path) -> None:
+    """The job's fast path (a child process makes the files while MLflow is imported) writes
+    the very bytes of the plain path."""
+    builder = build(results)
+    aggregates, notes = aggregate(results), ("a note",)
+    with builder.made_apart(aggregates, "preds.csv", notes):
+        paths = builder.write(tmp_path, aggregates, "preds.csv", notes)
+    assert {p.name: p.read_bytes() for p in paths} == builder.files(aggregates, "preds.csv", notes)
+
+
+def _elsewhere(parent: int) -> dict[str, bytes]:
+    """This process's id, after a minute when it is not ``parent``."""
+    if os.getpid() != parent:
+        time.sleep(60)
+    return {"pid": str(os.getpid()).encode()}
+
+
+def test_in_child_makes_it_apart_and_leaves_no_process() -> None:
+    files = {"empty": b"", "a": b"\n{}\n", "b": bytes(range(256)) * 1000}
+    with InChild(lambda: {**files, "pid": str(os.getpid()).encode()}) as child:
+        pid = child.pid
+        assert child.result() == {**files, "pid": str(pid).encode()}
+        assert pid != os.getpid()
+    assert child.pid == -1
+    with pytest.raises(ProcessLookupError):  # reaped, not a zombie
+        os.kill(pid, 0)
+
+
+def test_in_child_falls_back_to_the_plain_call() -> None:
+    """A child that fails, is killed or does not answer in time: made here, errors included."""
+    parent = os.getpid()
+    here = {"pid": str(parent).encode()}
+
+    def fails_in_the_child() -> dict[str, bytes]:
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return here
+
+    assert InChild(fails_in_the_child).result() == here
+    killed = InChild(lambda: _elsewhere(parent))
+    os.kill(killed.pid, signal.SIGKILL)
+    assert killed.result() == here
+    assert InChild(lambda: _elsewhere(parent), timeout=0.5).result() == here
+
+    def broken() -> dict[str, bytes]:
+        raise ValueError("broken everywhere")
+
+    with pytest.raises(ValueError, match="broken everywhere"):
+        InChild(broken).result()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_in_child_dies_of_a_signal_without_the_parents_handler(signum: int, tmp_path: Path) -> None:
+    """The parent's handler (the CLI's: it removes partial files) is not the child's: the
+    child stops at once and runs nothing of it."""
+    handled = tmp_path / "handled"
+    previous = signal.signal(signum, lambda *_: handled.write_text(str(os.getpid())))
+    try:
+        parent = os.getpid()
+        with InChild(lambda: _elsewhere(parent)) as child:
+            os.kill(child.pid, signum)
+            info = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+            assert info is not None and (info.si_code, info.si_status) == (os.CLD_KILLED, signum)
+    finally:
+        signal.signal(signum, previous)
+    assert not handled.exists()
+
+
+def test_a_bar_of_one_row_shows_on_a_log_scale() -> None:
+    """Log scale (a tall bar at 1 beside a few rows): one failing row still makes a bar."""
+    from PIL import Image
+
+    from numdiff_component.report_plots import FAIL_COLOUR, draw_histogram
+
+    passed = np.zeros(len(SCORE_EDGES) - 1, dtype=np.int64)
+    failed = passed.copy()
+    passed[-1], failed[0], failed[9] = 5_000, 2, 1
+    png = draw_histogram(passed, failed, 0, 0.99, "log scale")
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    colour = tuple(int(FAIL_COLOUR[i : i + 2], 16) for i in (1, 3, 5))
+    below_the_legend = (rgb[250:] == colour).all(axis=2)
+    columns = np.flatnonzero(below_the_legend.any(axis=0))
+    assert np.count_nonzero(np.diff(columns) > 1) + 1 == 2  # two red bars: bins 0 and 9
