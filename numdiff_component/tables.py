@@ -24,19 +24,14 @@ Other URIs (``s3://``, ``gs://``...) are read whole by pandas through fsspec, wi
 
 from __future__ import annotations
 
-import atexit
 import codecs
 import csv
-import gc
 import io
 import lzma
 import os
-import time
-import weakref
 import zipfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
@@ -45,6 +40,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from numdiff_component.csv_stream import csv_reader
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.json_tables import json_batches, json_frame, mixed_columns
 from numdiff_component.request import DEFAULT_BATCH_ROWS
@@ -256,51 +252,6 @@ def _csv_width(path: str) -> None:
         )
 
 
-class _CrlfWhole(io.RawIOBase):
-    r"""Reads that never end between the ``\r`` and ``\n`` of a line end: pyarrow's CSV reader
-    drops the ``\n`` of a quoted ``"\r\n"`` that a block boundary splits (pyarrow 25)."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream, self.held = stream, b""
-        _read_by_arrow.add(self)
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        data, self.held = self.held + self.stream.read(size), b""
-        if len(data) > 1 and data.endswith(b"\r"):
-            data, self.held = data[:-1], b"\r"
-        return data
-
-
-# pyarrow reads a Python stream from a read-ahead thread of its own, and lets go of it there. A
-# thread that enters Python once the interpreter is shutting down aborts the process
-# ("terminate called ..."): at exit, the streams are waited for while Python still runs.
-_read_by_arrow: weakref.WeakSet[_CrlfWhole] = weakref.WeakSet()
-
-
-@atexit.register
-def _let_go_of_streams(seconds: float = 5.0) -> None:
-    if _read_by_arrow:
-        gc.collect()  # a reader still held by an exception's reference cycle
-        deadline = time.monotonic() + seconds
-        while _read_by_arrow and time.monotonic() < deadline:
-            time.sleep(0.005)
-
-
-@contextmanager
-def _csv_reader(
-    path: str,
-    read: pa_csv.ReadOptions,
-    parse: pa_csv.ParseOptions,
-    convert: pa_csv.ConvertOptions | None = None,
-) -> Iterator[pa_csv.CSVStreamingReader]:
-    """pyarrow's streaming reader of the CSV file ``path``, through `_CrlfWhole`."""
-    with _open_bytes(path) as stream:
-        yield pa_csv.open_csv(_CrlfWhole(stream), read, parse, convert)
-
-
 def _csv_batches(
     path: str, block_size: int, batch_rows: int | None = None, batch_bytes: int = 0
 ) -> Iterator[pd.DataFrame]:
@@ -313,12 +264,12 @@ def _csv_batches(
     parse = pa_csv.ParseOptions(newlines_in_values=True)
     read = pa_csv.ReadOptions(block_size=block_size)
     try:
-        with _csv_reader(path, read, parse) as head:
+        with _open_bytes(path) as stream, csv_reader(stream, read, parse) as head:
             names = head.schema.names
         convert = pa_csv.ConvertOptions(
             column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
         )
-        with _csv_reader(path, read, parse, convert) as reader:
+        with _open_bytes(path) as stream, csv_reader(stream, read, parse, convert) as reader:
             for table in _regroup(reader, batch_rows, batch_bytes):
                 yield table.to_pandas()
     except pa.ArrowInvalid as exc:
@@ -362,7 +313,7 @@ def _csv_whole(path: str) -> pd.DataFrame:
             continue
         if frames:
             return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        with _csv_reader(path, pa_csv.ReadOptions(), pa_csv.ParseOptions()) as head:
+        with _open_bytes(path) as stream, csv_reader(stream) as head:
             names = head.schema.names  # no rows: the columns all the same
         return pd.DataFrame({name: pd.Series(dtype=str) for name in names})
 

@@ -294,8 +294,11 @@ def test_only_the_cli_prints_or_exits() -> None:
     forbidden = {"print", "exit", "quit", "sys.exit", "os._exit", "click.echo", "click.secho"}
     command_line = {m for m in MODULES if m == "cli" or m.startswith("cli_")}
     assert {"sys.exit", "click.echo"} <= set().union(*(calls(m) for m in command_line))
+    # The one exception: the forked child that makes the report ends itself (`InChild`).
+    ends_a_child = {"report_plots": {"os._exit"}}
     for module in set(MODULES) - command_line:
-        assert not calls(module) & forbidden, f"{module}: {calls(module) & forbidden}"
+        found = calls(module) & forbidden - ends_a_child.get(module, set())
+        assert not found, f"{module}: {found}"
 
 
 def test_no_module_is_over_450_lines() -> None:
