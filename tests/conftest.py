@@ -33,6 +33,11 @@ os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 # The 20 s deadline per tracking call is for users; on a loaded machine making a new sqlite store
 # alone can take longer. Tests of the deadline set their own.
 os.environ.setdefault("NUMDIFF_TRACKING_TIMEOUT", "120")
+# Every JVM a test starts (Spark's driver, local executors, a cluster's daemons) runs seconds of
+# work: the client compiler alone and the serial collector halve its CPU, most of it start-up,
+# on a two-core machine. Silent flags (nothing on stderr), for tests only.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
 BIN = str(Path(sys.executable).parent)
 BOUND = 120  # seconds: no numdiff process started by a test may take longer
 ROOT = Path(__file__).resolve().parents[1]

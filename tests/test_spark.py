@@ -39,7 +39,8 @@ from numdiff_component.tables import open_table
 from numdiff_component.tracking import load_results, metrics
 from tests.conftest import SPEC_READINGS
 
-pytestmark = pytest.mark.slow
+# One local Spark session (a session fixture per xdist worker): the module on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-local")]
 
 TEXTS = [
     "The answer is $1,234.50.",
