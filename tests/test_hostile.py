@@ -144,8 +144,8 @@ def _trickling_server(head: bool) -> Iterator[str]:
 @pytest.mark.parametrize(
     ("head", "env", "said"),
     [
-        (True, {}, "no answer within 2 s"),  # the status line and headers: the HTTP timeout
-        (False, {}, "not complete within 20 s"),  # the whole download: 10 times that
+        (True, {}, "no answer within 1 s"),  # the status line and headers: the HTTP timeout
+        (False, {}, "not complete within 10 s"),  # the whole download: 10 times that
         (False, {"NUMDIFF_DOWNLOAD_TIMEOUT": "3"}, "not complete within 3 s"),
     ],
     ids=["header-lines", "rows", "rows-own-deadline"],
@@ -158,7 +158,7 @@ def test_a_trickling_download_ends_at_its_deadline(
             url,
             "--results-dir",
             str(tmp_path / "out"),
-            env={"NUMDIFF_HTTP_TIMEOUT": "2", **env},
+            env={"NUMDIFF_HTTP_TIMEOUT": "1", **env},
         )
     one_line_error(done, 2, f"cannot download {url!r}: {said}")
 
