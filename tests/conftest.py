@@ -60,6 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[RUN_DIR] = str(_made_here)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core. Most tests wait more than they compute (a server or a
+    JVM starting, a deadline passing, a child process importing MLflow): with one worker per core
+    a two-core machine was half idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 * (cores or 1)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _made_here
     if _made_here is None:
@@ -279,11 +287,22 @@ def _stop_group(pid: int) -> None:
         while time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # reaps it where it is a child of this process
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 return
             time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (ended, not yet reaped by a parent that is not this
+    process) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")  # Linux; elsewhere a zombie counts as running
+    with contextlib.suppress(OSError):
+        return stat.read_text().rpartition(")")[2].split()[:1] != ["Z"]
+    return True
 
 
 def _start_shared_server(folder: Path) -> None:
