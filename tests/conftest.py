@@ -68,6 +68,27 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (cores or 1)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep ``--dist loadgroup`` working: pytest-xdist (3.8) names a test's group by appending
+    ``@group`` to ``item._nodeid``, which pytest 9 no longer reads (the id is ``item._id``), so
+    every group was silently spread over all workers (a Spark session or server per worker, a
+    README page's scripts run twice). Does nothing where xdist's own suffix took."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = sorted(
+            {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in item.iter_markers("xdist_group")
+            }
+        )
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _made_here
     if _made_here is None:
