@@ -33,6 +33,11 @@ os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 # The 20 s deadline per tracking call is for users; on a loaded machine making a new sqlite store
 # alone can take longer. Tests of the deadline set their own.
 os.environ.setdefault("NUMDIFF_TRACKING_TIMEOUT", "120")
+# Every JVM a test starts (Spark's driver, local executors, a cluster's daemons) runs seconds of
+# work: the client compiler alone and the serial collector halve its CPU, most of it start-up,
+# on a two-core machine. Silent flags (nothing on stderr), for tests only.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
 BIN = str(Path(sys.executable).parent)
 BOUND = 120  # seconds: no numdiff process started by a test may take longer
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +58,35 @@ def pytest_configure(config: pytest.Config) -> None:
     if RUN_DIR not in os.environ:  # the controller, or a run without workers
         _made_here = Path(tempfile.mkdtemp(prefix="numdiff-tests-"))
         os.environ[RUN_DIR] = str(_made_here)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core. Most tests wait more than they compute (a server or a
+    JVM starting, a deadline passing, a child process importing MLflow): with one worker per core
+    a two-core machine was half idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 * (cores or 1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep ``--dist loadgroup`` working: pytest-xdist (3.8) names a test's group by appending
+    ``@group`` to ``item._nodeid``, which pytest 9 no longer reads (the id is ``item._id``), so
+    every group was silently spread over all workers (a Spark session or server per worker, a
+    README page's scripts run twice). Does nothing where xdist's own suffix took."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = sorted(
+            {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in item.iter_markers("xdist_group")
+            }
+        )
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -274,11 +308,22 @@ def _stop_group(pid: int) -> None:
         while time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # reaps it where it is a child of this process
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 return
             time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (ended, not yet reaped by a parent that is not this
+    process) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")  # Linux; elsewhere a zombie counts as running
+    with contextlib.suppress(OSError):
+        return stat.read_text().rpartition(")")[2].split()[:1] != ["Z"]
+    return True
 
 
 def _start_shared_server(folder: Path) -> None:

@@ -21,13 +21,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component.report_render import markdown
-from tests.conftest import MODULE, numdiff_process, one_line_error
+from tests.conftest import MODULE, invoke, numdiff_process, one_line_error
 
 GUARD = 90  # seconds: a hang guard for each process, never a measure of speed
 
 
 def _score(*args: str, env: dict[str, str] | None = None) -> object:
+    """``numdiff score ARGS`` as a real process: for what the process shows (its stderr, its exit
+    through ``main``, its deadlines)."""
     return numdiff_process("score", *args, env=env, timeout=GUARD)
+
+
+def _score_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """``numdiff score ARGS`` in this process: for what the job writes and prints on stdout."""
+    return invoke("score", *args)
 
 
 # --- values kept exactly --------------------------------------------------------------------------
@@ -58,7 +65,7 @@ def test_mixed_json_columns_keep_every_value_and_type(
     source = tmp_path / f"t.{fmt}"
     text = json.dumps(MIXED) if fmt == "json" else "\n".join(json.dumps(r) for r in MIXED)
     source.write_text(text)
-    done = _score(str(source), "-q", "--no-plots", "--results-dir", str(tmp_path / "out"))
+    done = _score_here(str(source), "-q", "--no-plots", "--results-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     results = tmp_path / "out" / "results.parquet"
     assert _decoded(results, "expected") == [2**53 + 1, 0.5, 3, 3, 1]
@@ -105,7 +112,7 @@ def test_a_table_of_exactly_10000_columns_is_scored(tracking_uri: str, tmp_path:
     source = tmp_path / "wide.csv"
     names = ["output", "expected", *(f"c{i}" for i in range(9_998))]
     source.write_text(",".join(names) + "\n" + ",".join(["1", "1", *("x" * 9_998)]) + "\n")
-    done = _score(str(source), "-q", "--no-plots", "--results-dir", str(tmp_path / "out"))
+    done = _score_here(str(source), "-q", "--no-plots", "--results-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert pq.read_schema(tmp_path / "out" / "results.parquet").names[:10_000] == names
 
@@ -144,8 +151,8 @@ def _trickling_server(head: bool) -> Iterator[str]:
 @pytest.mark.parametrize(
     ("head", "env", "said"),
     [
-        (True, {}, "no answer within 2 s"),  # the status line and headers: the HTTP timeout
-        (False, {}, "not complete within 20 s"),  # the whole download: 10 times that
+        (True, {}, "no answer within 1 s"),  # the status line and headers: the HTTP timeout
+        (False, {}, "not complete within 10 s"),  # the whole download: 10 times that
         (False, {"NUMDIFF_DOWNLOAD_TIMEOUT": "3"}, "not complete within 3 s"),
     ],
     ids=["header-lines", "rows", "rows-own-deadline"],
@@ -158,7 +165,7 @@ def test_a_trickling_download_ends_at_its_deadline(
             url,
             "--results-dir",
             str(tmp_path / "out"),
-            env={"NUMDIFF_HTTP_TIMEOUT": "2", **env},
+            env={"NUMDIFF_HTTP_TIMEOUT": "1", **env},
         )
     one_line_error(done, 2, f"cannot download {url!r}: {said}")
 
@@ -227,7 +234,7 @@ def test_the_summary_shows_control_characters_in_paths_as_escapes(
     folder = tmp_path / "out\x1b[2J\u202e"
     source = tmp_path / "t\x1b[31m\u202e.csv"
     source.write_text("output,expected\n1,1\n")
-    done = _score(str(source), "--no-plots", "--results-dir", str(folder))
+    done = _score_here(str(source), "--no-plots", "--results-dir", str(folder))
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     assert "t\\x1b[31m\\u202e.csv" in done.stdout and "out\\x1b[2J\\u202e" in done.stdout
@@ -283,8 +290,8 @@ INFINITE_MAE = "mae is inf, logged to MLflow as 1.797e+308 (MLflow stores no inf
 def _score_infinite_mae(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "t.csv"
     source.write_text("output,expected\n1e308,-1e308\n")
-    done = _score(str(source), *args, "--results-dir", str(tmp_path / "o"))
-    assert isinstance(done, subprocess.CompletedProcess) and done.returncode == 0, done
+    done = _score_here(str(source), *args, "--results-dir", str(tmp_path / "o"))
+    assert done.returncode == 0, done
     return done
 
 

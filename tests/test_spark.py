@@ -6,6 +6,7 @@ each sees the values it would see in a real job.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -39,7 +40,8 @@ from numdiff_component.tables import open_table
 from numdiff_component.tracking import load_results, metrics
 from tests.conftest import SPEC_READINGS
 
-pytestmark = pytest.mark.slow
+# One local Spark session (a session fixture per xdist worker): the module on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-local")]
 
 TEXTS = [
     "The answer is $1,234.50.",
@@ -197,12 +199,20 @@ OPTION_SETS = [
 
 
 def test_every_spec_reading_through_spark(spark: Any) -> None:
-    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written."""
+    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written.
+
+    One Spark job per set of options: the examples that share options are rows of one table."""
+    by_options: dict[str, list[tuple[str, float | None]]] = {}
     for text, options, number in SPEC_READINGS:
-        sdf = spark.createDataFrame([(text, 1.0)], "output string, expected double")
-        (got,) = collect(score_spark(sdf, **options))["output_value"].tolist()
-        want = math.nan if number is None else number
-        assert got == pytest.approx(want, rel=1e-15, nan_ok=True), (text, options)
+        by_options.setdefault(json.dumps(options, sort_keys=True), []).append((text, number))
+    for key, examples in by_options.items():
+        rows = [(text, 1.0) for text, _ in examples]
+        sdf = spark.createDataFrame(rows, "output string, expected double")
+        got = collect(score_spark(sdf, **json.loads(key)))["output_value"].tolist()
+        assert len(got) == len(examples), key
+        for (text, number), value in zip(examples, got, strict=True):
+            want = math.nan if number is None else number
+            assert value == pytest.approx(want, rel=1e-15, nan_ok=True), (text, key)
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: ",".join(o) or "defaults")
@@ -456,15 +466,11 @@ def test_run_spark_job_end_to_end(
     assert len(pd.read_parquet(local)) == N
 
 
-def test_pyfunc_model_as_a_spark_udf(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_pyfunc_model_as_a_spark_udf(spark: Any, tracking_uri: str) -> None:
     import mlflow
 
     from numdiff_component.pyfunc import log_numeric_diff_model
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     info = log_numeric_diff_model(threshold=0.9)
     rows = pd.DataFrame(
         {

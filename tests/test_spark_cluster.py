@@ -19,16 +19,24 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from numdiff_component.job import JobConfig, run_job
+from numdiff_component.options import Options
+from tests.conftest import TEST_JVM_OPTIONS
+
 pyspark = pytest.importorskip("pyspark", reason="needs the spark extra", exc_type=ImportError)
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
 
 pytestmark = pytest.mark.slow
+# One xdist worker starts each server (session fixtures are per worker): the tests of a server
+# share a group.
+CONNECT = pytest.mark.xdist_group("spark-connect")
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_S = 180  # a JVM starting on a loaded two-core machine
@@ -96,9 +104,27 @@ def worker_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return python
 
 
+def jvm_settings(folder: Path) -> dict[str, str]:
+    """Settings that start every JVM of a cluster or a job with conftest's `TEST_JVM_OPTIONS`:
+    a driver or Spark Connect server (``SPARK_SUBMIT_OPTS``), a master or worker
+    (``SPARK_DAEMON_JAVA_OPTS``), and the executors a standalone worker starts for an
+    application (``spark-defaults.conf`` in ``SPARK_CONF_DIR``, read by every spark-submit)."""
+    conf = folder / "spark-conf"
+    conf.mkdir(exist_ok=True)
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.executor.extraJavaOptions {TEST_JVM_OPTIONS}\n"
+    )
+    return {
+        "SPARK_CONF_DIR": str(conf),
+        "SPARK_SUBMIT_OPTS": TEST_JVM_OPTIONS,
+        "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTIONS,
+    }
+
+
 def spark_env(tmp: Path, worker_python: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(
+        **jvm_settings(tmp),
         SPARK_HOME=str(SPARK_HOME),
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(tmp / "logs"),
@@ -242,6 +268,7 @@ def numdiff(
     """``numdiff score preds.csv ...`` in ``workdir``; through ``spark-submit`` to ``submit``."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     base.update(MLFLOW_DISABLE_TELEMETRY="true", NUMDIFF_TRACKING_TIMEOUT="120")
+    base.update(jvm_settings(workdir))
     base.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir}/mlflow.db")
     command = [sys.executable, "-m", "numdiff_component", "score", "preds.csv", *args]
     if submit is not None:
@@ -270,13 +297,13 @@ def assert_one_line(result: subprocess.CompletedProcess[str], code: int, *words:
 
 @pytest.fixture(scope="module")
 def pandas_results(workdir: Path) -> dict[tuple[str, ...], pd.DataFrame]:
-    """The pandas engine's results, with defaults and with opt-in readings."""
+    """The pandas engine's results, with defaults and with opt-in readings (`READINGS`)."""
     found = {}
-    for options in ((), READINGS):
-        out = workdir / f"pandas{len(options)}"
-        done = numdiff(workdir, "--results-dir", out.name, *options)
-        assert done.returncode == 0, done.stderr
-        found[options] = results(out)
+    for options in (Options(), Options(pick="answer", scale="words")):
+        out = workdir / f"pandas-{options.pick}"
+        config = JobConfig(str(workdir / "preds.csv"), options=options, results_dir=str(out))
+        run_job(replace(config, track=False, plots=False))
+        found[() if options == Options() else READINGS] = results(out)
     return found
 
 
@@ -286,6 +313,7 @@ def run_ok(workdir: Path, name: str, *args: str, **kwargs: Any) -> Path:
     return workdir / name
 
 
+@CONNECT
 def test_spark_connect_equals_pandas(
     connect_url: str, workdir: Path, pandas_results: dict[tuple[str, ...], pd.DataFrame]
 ) -> None:
@@ -322,6 +350,7 @@ def run_id(stdout: str) -> str:
     return line.split()[1]
 
 
+@CONNECT
 def test_tracked_run_same_as_local_spark(connect_url: str, workdir: Path) -> None:
     """Metrics, logged artifacts and the report of a Spark Connect job equal a local Spark
     job's (the workers lacking the package)."""
@@ -373,6 +402,7 @@ except InputError as exc:
 """
 
 
+@CONNECT
 def test_a_module_missing_on_the_workers_is_named(connect_url: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", FAILING_JOB, connect_url], capture_output=True, text=True
