@@ -76,7 +76,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     README page's scripts run twice). Does nothing where xdist's own suffix took."""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
         return
-    from _pytest.nodeid import NodeId
+    try:
+        from _pytest.nodeid import NodeId  # pytest 9; before it, xdist's own suffix works
+    except ImportError:
+        return
 
     for item in items:
         names = sorted(
