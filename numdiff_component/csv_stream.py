@@ -15,6 +15,7 @@ go of it there. Two things can then go wrong, and `csv_reader` keeps both from h
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import io
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 
@@ -74,7 +76,13 @@ def csv_reader(
     """pyarrow's streaming reader of the CSV text in ``stream``; once the block ends, whatever
     happened in it, the reader reads no more of ``stream``, which can be closed."""
     source = _CrlfWhole(stream)
+    reader = pa_csv.open_csv(source, read, parse, convert)
     try:
-        yield pa_csv.open_csv(source, read, parse, convert)
+        yield reader
     finally:
-        source.end()
+        source.end()  # from here on, its reads are the end of the stream
+        # Run out: a reader left with blocks in flight can abort the process later ("terminate
+        # called ..."), one exit in ten after a bad row on a busy machine.
+        with contextlib.suppress(pa.ArrowException):
+            for _ in reader:
+                pass

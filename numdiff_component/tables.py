@@ -137,7 +137,7 @@ class Table:
 
 
 def _is_decode_error(exc: BaseException) -> bool:
-    return isinstance(exc, UnicodeDecodeError) or "invalid UTF8" in str(exc)
+    return isinstance(exc, UnicodeDecodeError) or "invalid utf8" in str(exc).lower()
 
 
 def _not_utf8(path: str) -> str | None:
@@ -266,12 +266,15 @@ def _csv_batches(
     try:
         with _open_bytes(path) as stream, csv_reader(stream, read, parse) as head:
             names = head.schema.names
+        # Read as bytes, made text here: the reader's own UTF-8 check fails inside pyarrow's
+        # threads, which then abort the process now and then ("terminate called ...").
         convert = pa_csv.ConvertOptions(
-            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+            column_types=dict.fromkeys(names, pa.binary()), strings_can_be_null=False
         )
+        text = pa.schema([(name, pa.string()) for name in names])
         with _open_bytes(path) as stream, csv_reader(stream, read, parse, convert) as reader:
             for table in _regroup(reader, batch_rows, batch_bytes):
-                yield table.to_pandas()
+                yield table.cast(text).to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block
             raise StreamBroken from exc
