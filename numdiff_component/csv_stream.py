@@ -9,7 +9,8 @@ go of it there. Two things can then go wrong, and `csv_reader` keeps both from h
   right after the header's reader);
 - a thread that enters Python once the interpreter is shutting down aborts the process
   ("terminate called without an active exception", exit 134), so at exit the streams are waited
-  for while Python still runs.
+  for while Python still runs; and a reader abandoned with blocks in flight does the same, so a
+  reader stopped early is run out (its stream reading as ended) before it is let go.
 """
 
 from __future__ import annotations
