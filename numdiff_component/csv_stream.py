@@ -1,23 +1,29 @@
 """pyarrow's streaming CSV reader over a stream that pyarrow reads from threads of its own.
 
-pyarrow reads a Python stream ahead of the rows asked for, in a thread of its own. Two things
-can then go wrong, and `csv_reader` keeps both from happening:
+pyarrow reads a Python stream ahead of the rows asked for, in a thread of its own, and lets
+go of it there. Two things can then go wrong, and `csv_reader` keeps both from happening:
 
 - a reader stopped early (an error in a row, a signal) may still be reading when the stream is
   closed; the stream's file descriptor, given again to the next file opened, would then be read
   by that reader, and the next file loses bytes (measured: rows missing from the CSV file read
   right after the header's reader);
-- a reader let go with blocks in flight can abort the process later ("terminate called without
-  an active exception", exit 134): a reader stopped early is run out, its stream reading as
-  ended, before it is let go.
+- a thread that enters Python once the interpreter is shutting down aborts the process
+  ("terminate called without an active exception", exit 134), so at exit the streams are waited
+  for while Python still runs; and a reader abandoned with blocks in flight does the same, so a
+  reader stopped early is run out (its stream reading as ended) before it is let go.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import gc
 import io
 import threading
+import time
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import IO
 
 import pyarrow as pa
@@ -32,6 +38,7 @@ class _CrlfWhole(io.RawIOBase):
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream, self.held, self.ended = stream, b"", False
         self._lock = threading.Lock()  # held while the stream is read
+        _read_by_arrow.add(self)
 
     def readable(self) -> bool:
         return True
@@ -46,6 +53,18 @@ class _CrlfWhole(io.RawIOBase):
     def end(self) -> None:
         with self._lock:
             self.ended = True
+
+
+_read_by_arrow: weakref.WeakSet[_CrlfWhole] = weakref.WeakSet()
+
+
+@atexit.register
+def _let_go_of_streams(seconds: float = 5.0) -> None:
+    if _read_by_arrow:
+        gc.collect()  # a reader still held by an exception's reference cycle
+        deadline = time.monotonic() + seconds
+        while _read_by_arrow and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 @contextmanager
@@ -65,6 +84,6 @@ def csv_reader(
         source.end()  # from here on, its reads are the end of the stream
         # Run out: a reader left with blocks in flight can abort the process later ("terminate
         # called ..."), one exit in ten after a bad row on a busy machine.
-        with suppress(pa.ArrowException):
+        with contextlib.suppress(pa.ArrowException):
             for _ in reader:
                 pass
