@@ -8,7 +8,10 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
+import logging
 import os
 import signal
 import sys
@@ -287,7 +290,35 @@ def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+_exit_code = 1  # what the process ends with: the command's code once it has one
+
+
+def _end_process() -> None:
+    """The last exit handler (the first registered): the process ends here, once the other
+    exit handlers have run, and Python's finalization never starts. pyarrow lets go of the
+    Python buffers it read a stream through in threads of its own; one let go while Python
+    finalizes aborts the process ("terminate called without an active exception", exit 134;
+    the cores show ``PyBuffer::~PyBuffer`` taking the GIL in a pyarrow thread while the main
+    thread is in ``Py_FinalizeEx``), now and then after a bad CSV row."""
+    logging.shutdown()  # registered before this handler, so it would not run otherwise
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(_exit_code)
+
+
 def main() -> None:
+    global _exit_code
+    atexit.register(_end_process)
+    try:
+        _main()
+    except SystemExit as exc:  # an int, None (0) or a message Python has printed (1)
+        _exit_code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        raise
+    _exit_code = 0
+
+
+def _main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _signalled)
     sys.unraisablehook = _unraisable

@@ -1,16 +1,17 @@
 """pyarrow's streaming CSV reader over a stream that pyarrow reads from threads of its own.
 
 pyarrow reads a Python stream ahead of the rows asked for, in a thread of its own, and lets
-go of it there. Two things can then go wrong, and `csv_reader` keeps both from happening:
+go of it there. Two things can then go wrong:
 
 - a reader stopped early (an error in a row, a signal) may still be reading when the stream is
   closed; the stream's file descriptor, given again to the next file opened, would then be read
   by that reader, and the next file loses bytes (measured: rows missing from the CSV file read
   right after the header's reader);
-- a thread that enters Python once the interpreter is shutting down aborts the process
-  ("terminate called without an active exception", exit 134), so at exit the streams are waited
-  for while Python still runs; and a reader abandoned with blocks in flight does the same, so a
-  reader stopped early is run out (its stream reading as ended) before it is let go.
+- a pyarrow thread that lets go of a block it read (a Python buffer) or enters Python while the
+  interpreter finalizes aborts the process ("terminate called without an active exception",
+  exit 134). The ``numdiff`` command ends before finalization (`numdiff_component.cli.main`);
+  in other processes (the tests) the streams are waited for at exit, and a reader stopped early
+  is run out before it is let go, which leaves few blocks in flight.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ def csv_reader(
         yield reader
     finally:
         source.end()  # from here on, its reads are the end of the stream
-        # Run out: a reader left with blocks in flight can abort the process later ("terminate
-        # called ..."), one exit in ten after a bad row on a busy machine.
+        # Run out: fewer blocks left in flight for pyarrow's threads to let go of later.
         with contextlib.suppress(pa.ArrowException):
             for _ in reader:
                 pass

@@ -266,8 +266,8 @@ def _csv_batches(
     try:
         with _open_bytes(path) as stream, csv_reader(stream, read, parse) as head:
             names = head.schema.names
-        # Read as bytes, made text here: the reader's own UTF-8 check fails inside pyarrow's
-        # threads, which then abort the process now and then ("terminate called ...").
+        # Read as bytes, made text here: a cell that is not UTF-8 fails in this thread, one
+        # batch at a time, not in the reader's threads with blocks still in flight.
         convert = pa_csv.ConvertOptions(
             column_types=dict.fromkeys(names, pa.binary()), strings_can_be_null=False
         )
