@@ -201,8 +201,10 @@ def _params() -> Iterator[object]:
     for group in groups(RUNNABLE):
         where = group[0].where
         marks: list[pytest.MarkDecorator] = []
-        if XDIST:  # with --dist loadgroup, a page's blocks share a worker and its one process
-            marks.append(pytest.mark.xdist_group(name=group[0].page))
+        if XDIST:  # with --dist loadgroup, a page's scripts share a worker and its one process;
+            # a command (with the blocks continued after it) has a folder of its own: any worker
+            name = group[0].page if batched(group) else where
+            marks.append(pytest.mark.xdist_group(name=name))
         if any("slow" in block.run for block in group):
             marks.append(pytest.mark.slow)
         key = tuple(block.content for block in group)
