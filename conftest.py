@@ -30,12 +30,9 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
 
 def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
     # Under pytest-xdist each worker starts its own Spark (a JVM, seconds and hundreds of MiB):
-    # the tests that use Spark in process all go to one worker (--dist loadgroup).
+    # the tests that use Spark in this process (the `spark` fixture, spark.py's examples) all go
+    # to one worker (--dist loadgroup). Those that start Spark in processes of their own go to
+    # any worker.
     for item in items:
-        path = Path(item.path)
-        if (
-            path == SPARK_MODULE
-            or path.name.startswith("test_spark")
-            or "spark" in getattr(item, "fixturenames", ())
-        ):
+        if Path(item.path) == SPARK_MODULE or "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))

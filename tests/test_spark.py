@@ -40,8 +40,9 @@ from numdiff_component.tables import open_table
 from numdiff_component.tracking import load_results, metrics
 from tests.conftest import SPEC_READINGS
 
-# One local Spark session (a session fixture per xdist worker): the module on one worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-local")]
+# One local Spark session (a session fixture per xdist worker): the tests that use it share a
+# worker (conftest.py); the others, which start Spark in processes of their own, go to any.
+pytestmark = pytest.mark.slow
 
 TEXTS = [
     "The answer is $1,234.50.",
