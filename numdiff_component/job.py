@@ -15,8 +15,10 @@ temporary folder is removed once everything is logged; it stays when logging fai
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, nullcontext
 from dataclasses import dataclass
@@ -124,8 +126,11 @@ def _collect(
     report = None
     if config.plots:
         report = ReportBuilder.of(config.scoring, title=_title(config, source))
+    importing: threading.Thread | None = None
     for results in batches:
         check_stopped()  # a signal whose exception was lost on the way stops the job here
+        if first is not None and importing is None and config.track:
+            importing = _import_mlflow_aside()
         if first is None:
             first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
         if report is not None:
@@ -140,7 +145,24 @@ def _collect(
             progress(totals.n)
     if first is None:
         raise InputError(f"no rows to score in {source!r}")
+    if importing is not None:
+        importing.join()
     return _Collected(totals, first, kept, report, hint)
+
+
+def _import_mlflow_aside() -> threading.Thread:
+    """`import_mlflow` (seconds) in a thread, while the job scores its second batch and on.
+    Not before: by then the scoring's own modules are imported (two threads importing modules
+    that import each other may see them half made). Waited for before the report's child is
+    forked; an error is raised again by the job's own `import_mlflow`."""
+    thread = threading.Thread(target=_quietly, args=(import_mlflow,), daemon=True)
+    thread.start()
+    return thread
+
+
+def _quietly(call: Callable[[], None]) -> None:
+    with contextlib.suppress(BaseException):
+        call()
 
 
 def _score(

@@ -84,12 +84,9 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
     """``call(*args, **kwargs)``, the one tracking call, answered within `tracking_timeout`
     seconds (plus ``extra``: e.g. one more per MiB uploaded), else `TrackingError`: a server that
     hangs or trickles bytes cannot hold a run. MLflow's failures become `TrackingError` too
-    (`mlflow_errors`).
-
-    The same for every call. The deadline is a timer signal, so that a blocking socket read is
-    interrupted; a timer signal reaches the main thread only, so in another thread the call is
-    bounded by MLflow's HTTP timeout alone, and a `RuntimeWarning` says so (once per process).
-    """
+    (`mlflow_errors`). The deadline is a timer signal, so that a blocking socket read is
+    interrupted; it reaches the main thread only, so in another thread the call is bounded by
+    MLflow's HTTP timeout alone, and a `RuntimeWarning` says so (once per process)."""
     import mlflow  # before the clock starts: importing it takes seconds, and is no call
 
     seconds = tracking_timeout() + extra
@@ -116,7 +113,11 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
 
 
 def import_mlflow() -> None:
-    import mlflow  # noqa: F401  # it takes seconds: the job imports it while its report is made
+    """MLflow and what a run is logged with: seconds, so a job does it beside other work."""
+    import mlflow.data.pandas_dataset
+
+    if mlflow.get_tracking_uri().startswith(("sqlite:", "postgresql", "mysql", "mssql")):
+        import mlflow.store.tracking.sqlalchemy_store  # a database store's
 
 
 def upload_seconds(path: Path) -> float:
@@ -195,11 +196,9 @@ def record_failure(message: str, exit_code: int) -> None:
 
 
 def experiment_id(name: str | None) -> str | None:
-    """The id of the experiment ``name``, made when missing (``None`` for no name).
-
-    Not ``mlflow.set_experiment``: that would stay set for the rest of the process. Another
-    process may create it at the same moment: then it is looked up again.
-    """
+    """The id of the experiment ``name``, made when missing (``None`` for no name). Not
+    ``mlflow.set_experiment``, which stays set for the rest of the process; one that another
+    process makes at the same moment is looked up again."""
     if not name:
         return None
     from mlflow import MlflowClient

@@ -15,8 +15,9 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
+from numdiff_component.request import DEFAULT_BATCH_ROWS
 from numdiff_component.report_render import markdown, text
-from tests.conftest import BIN, BOUND, write_table
+from tests.conftest import BIN, BOUND, numdiff_process, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,6 +64,29 @@ def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
     run_job(JobConfig(predictions=source, results_dir=str(tmp_path), track=False, batch_rows=10))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert len(out) == 43 and out["passed"].all()
+
+
+@pytest.mark.slow
+def test_a_job_of_two_batches_with_a_report_is_logged_whole(
+    tmp_path: Path, tracking_uri: str
+) -> None:
+    """From its second batch on, a job imports MLflow in a thread; the report's child is forked
+    once that import is done (a child forked mid-import could wait for ever on a module lock).
+    A process of its own: MLflow is imported in this one already."""
+    n = DEFAULT_BATCH_ROWS + 1
+    source = tmp_path / "two.csv"
+    pd.DataFrame({"output": np.arange(n).astype(str), "expected": np.arange(n)}).to_csv(
+        source, index=False
+    )
+    done = numdiff_process("score", str(source), "-q", "--results-dir", str(tmp_path / "res"))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    (run,) = MlflowClient().search_runs(
+        [MlflowClient().get_experiment_by_name("tests").experiment_id]
+    )
+    assert run.data.metrics["numeric_diff/pass_rate"] == 1.0
+    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == n
+    logged = {f.path for f in MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"score_histogram.png", "numeric_diff"} <= logged
 
 
 @pytest.mark.slow
