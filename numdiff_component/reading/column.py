@@ -206,8 +206,8 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     base = tier_options(opts)
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, base)
-    if out is None:
-        out, todo = np.full(len(text), np.nan), valid
+    if out is None:  # a copy: `todo` changes below, `valid` must not
+        out, todo = np.full(len(text), np.nan), valid.copy()
     else:
         todo = valid & ~np.isfinite(out)
     if not todo.any():
