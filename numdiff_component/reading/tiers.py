@@ -238,13 +238,52 @@ def _signed_values(
     # the heads ending with a currency symbol right after such a byte, without that symbol.
     last = _last_byte(head) if last is None else last
     rows = np.flatnonzero(_MINUS_LAST[last])
-    negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
+    negate = rows[_sign_minus(head, rows)] if len(rows) else rows
     rows = _currency_after_minus(head, last)
     if len(rows):
         cut = pc.utf8_slice_codeunits(head.take(rows), 0, -1)
         negate = np.concatenate([negate, rows[_minus_ends(cut)]])
     values[negate] = -values[negate]
     return values
+
+
+def _sign_minus(head: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """`_minus_ends` of the heads ``rows`` (each ends with a minus's last byte), on UTF-8 bytes.
+
+    The minus is ``-`` (0x2D) or U+2212 (E2 88 92); the character before it is ASCII when its
+    last byte is (a continuation byte is >= 0x80), and an ASCII character is alnum when it is
+    ``[0-9A-Za-z]``; the heads with another character there are left to `_minus_ends`.
+    """
+    starts, ends, data = _bytes(head)
+    start, end = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
+    narrow = data[end - 1] == 0x2D
+    wide = (end - 3 >= start) & (data[np.maximum(end - 3, 0)] == 0xE2)
+    wide &= ~narrow & (data[np.maximum(end - 2, 0)] == 0x88) & (data[end - 1] == 0x92)
+    before = end - np.where(narrow, 1, 3) - 1  # where the character before the minus ends
+    byte = data[np.maximum(before, 0)]
+    at_start = before < start
+    sign = (narrow | wide) & (at_start | ~_ASCII_ALNUM[byte])
+    other = (narrow | wide) & ~at_start & (byte >= 0x80)
+    if other.any():
+        sign[other] = _minus_ends(head.take(rows[other]))
+    return sign
+
+
+_ASCII_ALNUM = np.isin(
+    np.arange(256), [*b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"]
+)
+
+
+def _holding(strings: pa.Array, byte: int) -> np.ndarray:
+    """The strings holding ``byte`` (``pc.match_substring`` of one ASCII character, on bytes)."""
+    starts, ends, data = _bytes(strings)
+    if not len(strings):
+        return np.zeros(0, bool)
+    first = int(starts[0])
+    at = first + np.flatnonzero(data[first : int(ends[-1])] == byte)
+    out = np.zeros(len(strings), bool)
+    out[np.searchsorted(ends, at, side="right")] = True  # the row each byte is in
+    return out & np.asarray(strings.is_valid(), dtype=bool)
 
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
@@ -348,7 +387,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
     before = _last_byte(pre)
     found = matched & (before != ord(point))
-    grouped = _mask(pc.match_substring(tok, group))
+    grouped = _holding(tok, ord(group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
