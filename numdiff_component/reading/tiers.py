@@ -18,6 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading.buffers import (
+    _byte_lengths,
+    _bytes,
+    _holding,
+    _last_byte,
+    _scale_word_at,
+)
 from numdiff_component.reading.grammar import (
     CURRENCY,
     EXTRA_SEPARATORS,
@@ -157,18 +164,9 @@ def _mask(condition: pa.Array) -> np.ndarray:
     return np.asarray(condition.fill_null(False), dtype=bool)
 
 
-def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
-    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    _, offsets_buffer, data_buffer = strings.buffers()
-    offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
-    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
-    return offsets[:-1], offsets[1:], data
-
-
 def _after_token(
     text: pa.Array, pre: pa.Array, tok: pa.Array, matched: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The bytes after each `_lead_regex` token, read from Arrow's buffers (no regex groups).
 
     ``right``: the first byte right after the token, 0 at the end or where it is a blank or one
@@ -176,28 +174,24 @@ def _after_token(
     that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
     with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
     that a long run costs one pass, not one per blank). ``pre`` starts each text (anchored).
+    Last, where in Arrow's text buffer ``later``'s byte is (else the byte right after the token).
     """
     starts, ends, data = _bytes(text)
     at = np.where(matched, starts + _byte_lengths(pre) + _byte_lengths(tok), ends)
     last = len(data) - 1
     following = np.where(at < ends, data[np.minimum(at, last)], 0)
     right = np.where(_GOES_ON[following], 0, following)
-    later = np.zeros_like(following)
+    later, where = np.zeros_like(following), at.copy()
     rows = np.flatnonzero(_BLANK[following] & (at < ends))
     at = at[rows] + 1
     for _ in range(_BLANK_STEPS):
         byte = np.where(at < ends[rows], data[np.minimum(at, last)], 0)
         blank = _BLANK[byte] & (at < ends[rows])
-        later[rows[~blank]] = byte[~blank]
+        later[rows[~blank]], where[rows[~blank]] = byte[~blank], at[~blank]
         rows, at = rows[blank], at[blank] + 1
         if not len(rows):
             break
-    return right, later, rows
-
-
-def _byte_lengths(strings: pa.Array) -> np.ndarray:
-    starts, ends, _ = _bytes(strings)
-    return ends - starts
+    return right, later, rows, where
 
 
 def _may_hold(strings: pa.Array, chars: bytes) -> bool:
@@ -207,12 +201,6 @@ def _may_hold(strings: pa.Array, chars: bytes) -> bool:
         return False
     text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
     return any(bytes([byte]) in text for byte in set(chars))
-
-
-def _last_byte(strings: pa.Array) -> np.ndarray:
-    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
-    starts, ends, data = _bytes(strings)
-    return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
@@ -272,18 +260,6 @@ def _sign_minus(head: pa.Array, rows: np.ndarray) -> np.ndarray:
 _ASCII_ALNUM = np.isin(
     np.arange(256), [*b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"]
 )
-
-
-def _holding(strings: pa.Array, byte: int) -> np.ndarray:
-    """The strings holding ``byte`` (``pc.match_substring`` of one ASCII character, on bytes)."""
-    starts, ends, data = _bytes(strings)
-    if not len(strings):
-        return np.zeros(0, bool)
-    first = int(starts[0])
-    at = first + np.flatnonzero(data[first : int(ends[-1])] == byte)
-    out = np.zeros(len(strings), bool)
-    out[np.searchsorted(ends, at, side="right")] = True  # the row each byte is in
-    return out & np.asarray(strings.is_valid(), dtype=bool)
 
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
@@ -395,7 +371,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
     if _looks_after(opts):
-        right, later, unknown = _after_token(text, pre, tok, matched)
+        right, later, unknown, where = _after_token(text, pre, tok, matched)
         found[unknown] = False
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
         if opts.fractions and _may_hold(pre, b"\\"):  # a \frac before the first digit
@@ -407,7 +383,9 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         percent = _lengths(_field(parts, "pct")) > 0 if opts.percent == "fraction" else None
     if scaled is not None and opts.scale == "words":  # words looked for where their letter is
         maybe = found & scaled
-        if maybe.any():
+        if maybe.any() and _looks_after(opts):
+            found[maybe] = ~_scale_word_at(text, where[maybe])
+        elif maybe.any():
             word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
             found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
