@@ -287,13 +287,14 @@ def _currency_after_minus(head: pa.Array, last: np.ndarray) -> np.ndarray:
         return rows
     starts, ends, data = _bytes(head)
     starts, ends = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
-    keep = np.zeros(len(rows), bool)
+    keep, ending = np.zeros(len(rows), bool), last[rows]
     for code in _CURRENCY_CODES:
-        at = ends - len(code)  # where the symbol would start; a byte before it is needed
-        ok = at - 1 >= starts
-        for k, byte in enumerate(code):
+        some = np.flatnonzero(ending == code[-1])  # the symbols that end with this byte
+        at = ends[some] - len(code)  # where the symbol would start; a byte before it is needed
+        ok = at - 1 >= starts[some]
+        for k, byte in enumerate(code[:-1]):
             ok &= data[np.maximum(at + k, 0)] == byte
-        keep |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
+        keep[some] |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
     return rows[keep]
 
 

@@ -343,7 +343,7 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
     rows &= ~hard
     if rows.sum() * 2 > len(text):  # most rows: the others hidden as nulls (no copy)
         index = np.arange(len(text))
-        strings = text if rows.all() else _nulls_where(text, ~rows)
+        strings = text if not hard.any() else _nulls_where(text, ~rows)
     else:
         index = np.flatnonzero(rows)
         strings = text.filter(rows)
