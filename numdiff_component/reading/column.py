@@ -38,6 +38,7 @@ from numdiff_component.reading.tiers_readings import (
     _hard_regex,
     _parse_general,
     _re2_scan,
+    _special_bytes,
     _special_regex,
 )
 from numdiff_component.reading.words import FIRST_WORDS
@@ -167,6 +168,8 @@ def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray
     routed = route_regex(opts)
     if _classic(base) or not routed:
         return route(text, opts), None
+    if not _may_hold(text, _special_bytes(base)):  # each match of the test holds one of them
+        return route(text, opts), np.zeros(len(text), bool)
     either = _mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
     plain, special = np.zeros(len(text), bool), np.zeros(len(text), bool)
     if either.any():
@@ -206,8 +209,8 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     base = tier_options(opts)
     valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, base)
-    if out is None:
-        out, todo = np.full(len(text), np.nan), valid
+    if out is None:  # a copy: `todo` changes below, `valid` must not
+        out, todo = np.full(len(text), np.nan), valid.copy()
     else:
         todo = valid & ~np.isfinite(out)
     if not todo.any():

@@ -18,6 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading.buffers import (
+    _byte_lengths,
+    _bytes,
+    _holding,
+    _last_byte,
+    _scale_word_at,
+)
 from numdiff_component.reading.grammar import (
     CURRENCY,
     EXTRA_SEPARATORS,
@@ -157,18 +164,9 @@ def _mask(condition: pa.Array) -> np.ndarray:
     return np.asarray(condition.fill_null(False), dtype=bool)
 
 
-def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
-    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    _, offsets_buffer, data_buffer = strings.buffers()
-    offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
-    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
-    return offsets[:-1], offsets[1:], data
-
-
 def _after_token(
     text: pa.Array, pre: pa.Array, tok: pa.Array, matched: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The bytes after each `_lead_regex` token, read from Arrow's buffers (no regex groups).
 
     ``right``: the first byte right after the token, 0 at the end or where it is a blank or one
@@ -176,28 +174,24 @@ def _after_token(
     that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
     with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
     that a long run costs one pass, not one per blank). ``pre`` starts each text (anchored).
+    Last, where in Arrow's text buffer ``later``'s byte is (else the byte right after the token).
     """
     starts, ends, data = _bytes(text)
     at = np.where(matched, starts + _byte_lengths(pre) + _byte_lengths(tok), ends)
     last = len(data) - 1
     following = np.where(at < ends, data[np.minimum(at, last)], 0)
     right = np.where(_GOES_ON[following], 0, following)
-    later = np.zeros_like(following)
+    later, where = np.zeros_like(following), at.copy()
     rows = np.flatnonzero(_BLANK[following] & (at < ends))
     at = at[rows] + 1
     for _ in range(_BLANK_STEPS):
         byte = np.where(at < ends[rows], data[np.minimum(at, last)], 0)
         blank = _BLANK[byte] & (at < ends[rows])
-        later[rows[~blank]] = byte[~blank]
+        later[rows[~blank]], where[rows[~blank]] = byte[~blank], at[~blank]
         rows, at = rows[blank], at[blank] + 1
         if not len(rows):
             break
-    return right, later, rows
-
-
-def _byte_lengths(strings: pa.Array) -> np.ndarray:
-    starts, ends, _ = _bytes(strings)
-    return ends - starts
+    return right, later, rows, where
 
 
 def _may_hold(strings: pa.Array, chars: bytes) -> bool:
@@ -207,12 +201,6 @@ def _may_hold(strings: pa.Array, chars: bytes) -> bool:
         return False
     text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
     return any(bytes([byte]) in text for byte in set(chars))
-
-
-def _last_byte(strings: pa.Array) -> np.ndarray:
-    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
-    starts, ends, data = _bytes(strings)
-    return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
@@ -238,13 +226,40 @@ def _signed_values(
     # the heads ending with a currency symbol right after such a byte, without that symbol.
     last = _last_byte(head) if last is None else last
     rows = np.flatnonzero(_MINUS_LAST[last])
-    negate = rows[_minus_ends(head.take(rows))] if len(rows) else rows
+    negate = rows[_sign_minus(head, rows)] if len(rows) else rows
     rows = _currency_after_minus(head, last)
     if len(rows):
         cut = pc.utf8_slice_codeunits(head.take(rows), 0, -1)
         negate = np.concatenate([negate, rows[_minus_ends(cut)]])
     values[negate] = -values[negate]
     return values
+
+
+def _sign_minus(head: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """`_minus_ends` of the heads ``rows`` (each ends with a minus's last byte), on UTF-8 bytes.
+
+    The minus is ``-`` (0x2D) or U+2212 (E2 88 92); the character before it is ASCII when its
+    last byte is (a continuation byte is >= 0x80), and an ASCII character is alnum when it is
+    ``[0-9A-Za-z]``; the heads with another character there are left to `_minus_ends`.
+    """
+    starts, ends, data = _bytes(head)
+    start, end = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
+    narrow = data[end - 1] == 0x2D
+    wide = (end - 3 >= start) & (data[np.maximum(end - 3, 0)] == 0xE2)
+    wide &= ~narrow & (data[np.maximum(end - 2, 0)] == 0x88) & (data[end - 1] == 0x92)
+    before = end - np.where(narrow, 1, 3) - 1  # where the character before the minus ends
+    byte = data[np.maximum(before, 0)]
+    at_start = before < start
+    sign = (narrow | wide) & (at_start | ~_ASCII_ALNUM[byte])
+    other = (narrow | wide) & ~at_start & (byte >= 0x80)
+    if other.any():
+        sign[other] = _minus_ends(head.take(rows[other]))
+    return sign
+
+
+_ASCII_ALNUM = np.isin(
+    np.arange(256), [*b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"]
+)
 
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
@@ -272,13 +287,14 @@ def _currency_after_minus(head: pa.Array, last: np.ndarray) -> np.ndarray:
         return rows
     starts, ends, data = _bytes(head)
     starts, ends = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
-    keep = np.zeros(len(rows), bool)
+    keep, ending = np.zeros(len(rows), bool), last[rows]
     for code in _CURRENCY_CODES:
-        at = ends - len(code)  # where the symbol would start; a byte before it is needed
-        ok = at - 1 >= starts
-        for k, byte in enumerate(code):
+        some = np.flatnonzero(ending == code[-1])  # the symbols that end with this byte
+        at = ends[some] - len(code)  # where the symbol would start; a byte before it is needed
+        ok = at - 1 >= starts[some]
+        for k, byte in enumerate(code[:-1]):
             ok &= data[np.maximum(at + k, 0)] == byte
-        keep |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
+        keep[some] |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
     return rows[keep]
 
 
@@ -348,7 +364,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
     before = _last_byte(pre)
     found = matched & (before != ord(point))
-    grouped = _mask(pc.match_substring(tok, group))
+    grouped = _holding(tok, ord(group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
@@ -356,7 +372,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     if opts.pick == "last":
         found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
     if _looks_after(opts):
-        right, later, unknown = _after_token(text, pre, tok, matched)
+        right, later, unknown, where = _after_token(text, pre, tok, matched)
         found[unknown] = False
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
         if opts.fractions and _may_hold(pre, b"\\"):  # a \frac before the first digit
@@ -368,7 +384,9 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         percent = _lengths(_field(parts, "pct")) > 0 if opts.percent == "fraction" else None
     if scaled is not None and opts.scale == "words":  # words looked for where their letter is
         maybe = found & scaled
-        if maybe.any():
+        if maybe.any() and _looks_after(opts):
+            found[maybe] = ~_scale_word_at(text, where[maybe])
+        elif maybe.any():
             word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
             found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.

@@ -341,8 +341,12 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
         if hard_regex:
             hard[special] = _mask(pc.match_substring_regex(some, hard_regex))
     rows &= ~hard
-    index = np.flatnonzero(rows)
-    strings = text if len(index) == len(text) else text.filter(rows)
+    if rows.sum() * 2 > len(text):  # most rows: the others hidden as nulls (no copy)
+        index = np.arange(len(text))
+        strings = text if not hard.any() else _nulls_where(text, ~rows)
+    else:
+        index = np.flatnonzero(rows)
+        strings = text.filter(rows)
     if opts.pick == "first":
         out[index] = _first_values(strings, opts)
     else:

@@ -1,0 +1,63 @@
+"""The column reader's looks at Arrow's buffers: each string's bytes, read with numpy.
+
+Cheaper than a pass of an Arrow kernel where the question is about one byte at a known place
+(the byte ending a string, the bytes after a token) or about one ASCII byte anywhere. UTF-8:
+a byte below 0x80 is a whole ASCII character; every other byte of a character is >= 0x80.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    _, offsets_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(offsets_buffer, width)[strings.offset :][: len(strings) + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.zeros(1, np.uint8)
+    return offsets[:-1], offsets[1:], data
+
+
+def _byte_lengths(strings: pa.Array) -> np.ndarray:
+    starts, ends, _ = _bytes(strings)
+    return ends - starts
+
+
+def _last_byte(strings: pa.Array) -> np.ndarray:
+    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+    starts, ends, data = _bytes(strings)
+    return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
+
+
+def _holding(strings: pa.Array, byte: int) -> np.ndarray:
+    """The strings holding ``byte`` (``pc.match_substring`` of one ASCII character, on bytes)."""
+    starts, ends, data = _bytes(strings)
+    if not len(strings):
+        return np.zeros(0, bool)
+    first = int(starts[0])
+    at = first + np.flatnonzero(data[first : int(ends[-1])] == byte)
+    out = np.zeros(len(strings), bool)
+    out[np.searchsorted(ends, at, side="right")] = True  # the row each byte is in
+    return out & np.asarray(strings.is_valid(), dtype=bool)
+
+
+def _scale_word_at(text: pa.Array, where: np.ndarray) -> np.ndarray:
+    """Whether a scale word may start at each position ``where`` of Arrow's text buffer, whose
+    byte is in `SCALE_FIRST` (`_after_token`'s ``where`` of a row with a scale letter there).
+
+    A superset of `SCALE_WORDS` matching there: a one-letter word (``k K M B T``), or ``b m t``
+    and then a byte that is, once lowered, the second letter of a longer word (``h i r n``; the
+    byte after the row's end, when the letter ends it, is the next row's: a superset still).
+    """
+    _, _, data = _bytes(text)
+    first = data[where]
+    second = np.where(where + 1 < len(data), data[np.minimum(where + 1, len(data) - 1)], 0)
+    longer = _WORD_FIRST[first] & _WORD_SECOND[second | 0x20]
+    return _ONE_LETTER[first] | longer
+
+
+_ONE_LETTER = np.isin(np.arange(256), [*b"kKMBT"])
+_WORD_FIRST = np.isin(np.arange(256), [*b"bmt"])
+_WORD_SECOND = np.isin(np.arange(256), [*b"hirn"])
