@@ -15,8 +15,8 @@ from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job import JobConfig, run_job
-from numdiff_component.request import DEFAULT_BATCH_ROWS
 from numdiff_component.report_render import markdown, text
+from numdiff_component.request import DEFAULT_BATCH_ROWS
 from tests.conftest import BIN, BOUND, numdiff_process, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
