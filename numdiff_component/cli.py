@@ -9,7 +9,6 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 from __future__ import annotations
 
 import atexit
-import contextlib
 import errno
 import logging
 import os
@@ -301,10 +300,15 @@ def _end_process() -> None:
     the cores show ``PyBuffer::~PyBuffer`` taking the GIL in a pyarrow thread while the main
     thread is in ``Py_FinalizeEx``), now and then after a bad CSV row."""
     logging.shutdown()  # registered before this handler, so it would not run otherwise
+    code = _exit_code
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+        try:
             stream.flush()
-    os._exit(_exit_code)
+        except OSError:  # output lost at the very end: not a success (120, as Python says it)
+            code = code or 120
+        except ValueError:  # closed
+            pass
+    os._exit(code)
 
 
 def main() -> None:
