@@ -345,5 +345,8 @@ def _main() -> None:
     finally:
         # Stopped: a later signal is ignored by the system itself, also while the interpreter
         # shuts down (when Python's own handlers are gone), so the code agrees with the message.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
+        except Stopped as exc:  # one that came as the command ended, its handler run only now
+            _stopped_at_exit(exc.args[0], None)
