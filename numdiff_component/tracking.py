@@ -115,9 +115,10 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
 def import_mlflow() -> None:
     """MLflow and what a run is logged with: seconds, so a job does it beside other work."""
     import mlflow.data.pandas_dataset
+    from mlflow.store.db.db_types import DATABASE_ENGINES
 
-    if mlflow.get_tracking_uri().startswith(("sqlite:", "postgresql", "mysql", "mssql")):
-        import mlflow.store.tracking.sqlalchemy_store  # a database store's
+    if mlflow.get_tracking_uri().startswith(tuple(DATABASE_ENGINES)):  # MLflow's own list
+        import mlflow.store.tracking.sqlalchemy_store
 
 
 def upload_seconds(path: Path) -> float:
