@@ -90,6 +90,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if names and "@" not in item.nodeid and hasattr(item, "_id"):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+    items.sort(key=_weight)
+
+
+def _weight(item: pytest.Item) -> int:
+    """The longest work first (``--no-loadscope-reorder``: xdist hands work out in this order):
+    the tests that start Spark (a JVM, a cluster, a server), then the other slow ones, then the
+    rest, which fill the workers' time at the end instead of a lone Spark test."""
+    if Path(item.path).name == "test_spark_cluster.py" or any(
+        str(m.args[0] if m.args else "").startswith("spark")
+        for m in item.iter_markers("xdist_group")
+    ):
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
