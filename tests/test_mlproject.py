@@ -104,7 +104,7 @@ def _project_run(*params: str, project: Path, run_name: str | None = None) -> st
     (`mlflow.projects.run`, which the command calls; the step still runs in a process of its
     own): the run's id, or ``None`` when the step failed (the command would exit 1). Saves
     importing the ``mlflow`` command's modules, seconds a test; the tests that check the
-    command itself (its exit code, its output) start it."""
+    command itself (its exit code, its output), or that the guide cites for it, start it."""
     import mlflow.projects
     from mlflow.exceptions import ExecutionException
 
@@ -173,17 +173,18 @@ def test_mlflow_run_reads_an_earlier_steps_artifact(
     with mlflow.start_run() as upstream:
         mlflow.log_artifact(str(path), artifact_path="preds")
     uri = f"runs:/{upstream.info.run_id}/preds/predictions.parquet"
-    run_id = _project_run(
+    proc = _mlflow_run(
         f"predictions={uri}",
         "output_col=answer",
         "expected_col=truth",
         "id_col=qid",
         project=mlflow_project,
-    )
-    assert run_id is not None
-    results = _check_run(run_id, 3, "predictions")
+        cwd=tmp_path,
+    )  # the command, as README.md and docs/pipeline.md show it
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = _check_run(_run_id(proc.stdout), 3, "predictions")
     assert list(results["label"]) == ["pass", "fail", "unparseable"]
-    assert MlflowClient().get_run(run_id).data.params["id_col"] == "qid"
+    assert MlflowClient().get_run(_run_id(proc.stdout)).data.params["id_col"] == "qid"
 
 
 @pytest.mark.slow
