@@ -73,9 +73,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Keep ``--dist loadgroup`` working: pytest-xdist (3.8) names a test's group by appending
     ``@group`` to ``item._nodeid``, which pytest 9 no longer reads (the id is ``item._id``), so
     every group was silently spread over all workers (a Spark session or server per worker, a
-    README page's scripts run twice). Does nothing where xdist's own suffix took."""
+    README page's scripts run twice). Does nothing where xdist's own suffix took. And hand the
+    longest work out first (`_weight`)."""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
         return
+    items.sort(key=_weight)
     try:
         from _pytest.nodeid import NodeId  # pytest 9; before it, xdist's own suffix works
     except ImportError:
@@ -90,7 +92,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if names and "@" not in item.nodeid and hasattr(item, "_id"):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
-    items.sort(key=_weight)
 
 
 def _weight(item: pytest.Item) -> int:
