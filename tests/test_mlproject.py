@@ -79,6 +79,20 @@ def test_conda_env_lists_the_same_dependencies_as_pyproject() -> None:
     assert sorted(pip) == sorted(deps)
 
 
+def test_every_folder_of_the_package_is_installed() -> None:
+    """setuptools installs only the packages pyproject.toml lists: a folder left out (modules,
+    the sample table, the report's templates) is missing from a user's install, though an
+    editable install (a developer's) still finds it."""
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    package = ROOT / "numdiff_component"
+    folders = {
+        ".".join(folder.relative_to(ROOT).parts)
+        for folder in [package, *package.rglob("*")]
+        if folder.is_dir() and folder.name != "__pycache__"
+    }
+    assert sorted(listed) == sorted(folders)
+
+
 def _mlflow_run(
     *params: str,
     project: Path,
