@@ -43,6 +43,15 @@ def _holding(strings: pa.Array, byte: int) -> np.ndarray:
     return out & np.asarray(strings.is_valid(), dtype=bool)
 
 
+def _may_hold(strings: pa.Array, chars: bytes) -> bool:
+    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
+    data = strings.buffers()[2]
+    if data is None:
+        return False
+    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
+    return any(bytes([byte]) in text for byte in set(chars))
+
+
 def _scale_word_at(text: pa.Array, where: np.ndarray) -> np.ndarray:
     """Whether a scale word may start at each position ``where`` of Arrow's text buffer, whose
     byte is in `SCALE_FIRST` (`_after_token`'s ``where`` of a row with a scale letter there).

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading.buffers import _may_hold
 from numdiff_component.reading.fractions import VULGAR
 from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
@@ -28,7 +29,6 @@ from numdiff_component.reading.tiers import (
     _MARK,
     _cast_whole,
     _mask,
-    _may_hold,
     _nulls_where,
     _parse_full,
     _parse_lead,

@@ -23,6 +23,7 @@ from numdiff_component.reading.buffers import (
     _bytes,
     _holding,
     _last_byte,
+    _may_hold,
     _scale_word_at,
 )
 from numdiff_component.reading.grammar import (
@@ -192,15 +193,6 @@ def _after_token(
         if not len(rows):
             break
     return right, later, rows, where
-
-
-def _may_hold(strings: pa.Array, chars: bytes) -> bool:
-    """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
-    data = strings.buffers()[2]
-    if data is None:
-        return False
-    text = data.to_pybytes()  # one copy, then a memchr per byte: a numpy pass each is slower
-    return any(bytes([byte]) in text for byte in set(chars))
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading.buffers import _may_hold
 from numdiff_component.reading.fractions import frac_regex
 from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, group_separators, literal
 from numdiff_component.reading.marks import (
@@ -31,7 +32,6 @@ from numdiff_component.reading.tiers import (
     _field,
     _lengths,
     _mask,
-    _may_hold,
     _nulls_where,
     _parse_lead,
     _replace_rows,
