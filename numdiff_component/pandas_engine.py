@@ -112,7 +112,7 @@ class _ResultsFile:
             self.path,
             schema,
             dictionary_pagesize_limit=64 << 10,
-            write_statistics=[name for name in RESULT_COLUMNS if name in schema.names],
+            write_statistics=list(RESULT_COLUMNS),
         )
 
     def append(self, table: pa.Table) -> None:
