@@ -383,3 +383,13 @@ def test_several_numbers(value: object, options: dict, expected: bool) -> None:
 def test_several_numbers_vectorised_equals_plain(values: list[str | None], data) -> None:
     for options in [data.draw(reading_options), data.draw(reading_options)]:
         assert several_numbers(values, options).tolist() == _several_plain(values, options).tolist()
+
+
+@pytest.mark.parametrize("tail", [1, 2, 5])
+def test_a_cut_inside_a_character_moves_back_to_its_start(tail: int) -> None:
+    """Found by the property above: with a one-byte tail, the cut inside ``é`` used to slice
+    from the start of the string, which pyarrow 25 refuses ("Negative buffer resize")."""
+    values = ["0_0é", "0_0é", "x 1é2 é3", None]
+    options = Options(pick="last", fractions=True)
+    with mock.patch.object(tiers_module, "_TAIL", tail):
+        assert _same(parse_column(values, options), _plain(values, options))

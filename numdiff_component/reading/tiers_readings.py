@@ -134,14 +134,17 @@ def _reverse(strings: pa.Array) -> pa.Array:
 
 
 def _tail(strings: pa.Array) -> pa.Array:
-    """The last `_TAIL` bytes of each string or fewer: cut where a character starts."""
+    """The last `_TAIL` bytes of each string, or up to 3 more: cut where a character starts.
+
+    A cut inside a character moves back to its first byte (never forward: a slice from the
+    start, a start of 0 or more, fails in pyarrow 25 with "Negative buffer resize")."""
     data = _binary(strings)
     tail = pc.binary_slice(data, -_TAIL)
-    for fewer in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
+    for more in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
         inside = _CONTINUATION[_first_bytes(tail)]
         if not inside.any():
             break
-        tail = _replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL + fewer))
+        tail = _replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL - more))
     return tail.view(strings.type)
 
 
