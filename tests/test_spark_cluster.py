@@ -206,7 +206,7 @@ def master(
     def workers_alive() -> bool:
         try:
             return int(master_state(ui).get("aliveworkers", 0)) >= 1
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or a page cut short while it starts
             return False
 
     try:
