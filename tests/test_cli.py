@@ -66,7 +66,8 @@ def test_quiet_prints_nothing(tracking_uri: str, tmp_path: Path) -> None:
 def test_fail_under_is_a_quality_gate(
     tracking_uri: str, tmp_path: Path, fail_under: str, exit_code: int
 ) -> None:
-    done = invoke("score", "-q", "--fail-under", fail_under, "--results-dir", str(tmp_path))
+    args = ["-q", "--no-plots", "--fail-under", fail_under, "--results-dir", str(tmp_path)]
+    done = invoke("score", *args)
     assert done.returncode == exit_code
     if exit_code:
         one_line_error(done, 1, f"is below --fail-under {fail_under}")
@@ -168,9 +169,8 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
 def test_every_format_is_read(fmt: str, tmp_path: Path, tracking_uri: str) -> None:
     df = pd.DataFrame({"id": ["a", "b"], "output": ["about 3", "007"], "expected": ["3", "7"]})
     path = write_table(df, tmp_path / f"t.{fmt}")
-    done = invoke(
-        "score", str(path), "-q", "--id-col", "id", "--results-dir", str(tmp_path / "res")
-    )
+    args = ["-q", "--no-plots", "--id-col", "id", "--results-dir", str(tmp_path / "res")]
+    done = invoke("score", str(path), *args)
     assert done.returncode == 0, done.stderr
     out = pd.read_parquet(tmp_path / "res" / "results.parquet")
     assert list(out["id"]) == ["a", "b"] and list(out["output"]) == ["about 3", "007"]
@@ -275,7 +275,7 @@ def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
         ("--decimal-comma=false", 1.234 / 1234),
     ):
         folder = tmp_path / flag
-        done = invoke("score", flag, preds, "-q", "--results-dir", str(folder))
+        done = invoke("score", flag, preds, "-q", "--no-plots", "--results-dir", str(folder))
         assert done.returncode == 0, done.stderr
         assert pd.read_parquet(folder / "results.parquet")["score"][0] == pytest.approx(score)
     done = invoke("score", "--decimal-comma=maybe", preds)

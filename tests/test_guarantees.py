@@ -115,6 +115,7 @@ def test_every_row_once_in_order_with_its_values_unchanged(
             id_col="id",
             results_dir=str(tmp_path / "res"),
             track=False,
+            plots=False,  # what is tested here is the rows (tests/test_report.py: the plots)
             batch_rows=batch_rows,
         ),
         progress=seen.append,

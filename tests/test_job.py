@@ -46,6 +46,7 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
             options=options,
             results_dir=str(tmp_path / "res"),
             track=False,
+            plots=False,
             batch_rows=37,
         ),
         progress=seen.append,
@@ -61,7 +62,8 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
 def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
     rows = [{"output": 1, "expected": "1"}] * 40 + [{"output": "about 2", "expected": "2"}] * 3
     source = str(write_table(pd.DataFrame(rows), tmp_path / "t.jsonl"))
-    run_job(JobConfig(predictions=source, results_dir=str(tmp_path), track=False, batch_rows=10))
+    out = str(tmp_path)
+    run_job(JobConfig(source, results_dir=out, track=False, plots=False, batch_rows=10))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert len(out) == 43 and out["passed"].all()
 
