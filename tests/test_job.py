@@ -62,8 +62,8 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
 def test_jsonl_whose_column_changes_type_is_read_whole(tmp_path: Path) -> None:
     rows = [{"output": 1, "expected": "1"}] * 40 + [{"output": "about 2", "expected": "2"}] * 3
     source = str(write_table(pd.DataFrame(rows), tmp_path / "t.jsonl"))
-    out = str(tmp_path)
-    run_job(JobConfig(source, results_dir=out, track=False, plots=False, batch_rows=10))
+    folder = str(tmp_path)
+    run_job(JobConfig(source, results_dir=folder, track=False, plots=False, batch_rows=10))
     out = pd.read_parquet(tmp_path / "results.parquet")
     assert len(out) == 43 and out["passed"].all()
 
