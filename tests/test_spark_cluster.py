@@ -351,26 +351,27 @@ def run_id(stdout: str) -> str:
 
 
 @CONNECT
-def test_tracked_run_same_as_local_spark(connect_url: str, workdir: Path) -> None:
-    """Metrics, logged artifacts and the report of a Spark Connect job equal a local Spark
-    job's (the workers lacking the package)."""
+def test_tracked_run_same_as_the_pandas_engines(connect_url: str, workdir: Path) -> None:
+    """Metrics, logged artifacts and the report of a Spark Connect job (the workers lacking the
+    package) equal the pandas engine's run on the same table. (The local Spark engine against
+    the pandas engine: tests/test_spark.py::test_run_spark_job_end_to_end.)"""
     from mlflow import MlflowClient
 
     runs = {}
-    for name, env in (("local", {}), ("remote", {"SPARK_REMOTE": connect_url})):
-        done = numdiff(workdir, "--engine", "spark", "--results-dir", name, env=env)
+    for engine, env in (("pandas", {}), ("spark", {"SPARK_REMOTE": connect_url})):
+        done = numdiff(workdir, "--engine", engine, "--results-dir", f"tracked-{engine}", env=env)
         assert done.returncode == 0, done.stderr[-3000:]
-        runs[name] = run_id(done.stdout)
+        runs[engine] = run_id(done.stdout)
     client = MlflowClient(f"sqlite:///{workdir}/mlflow.db")
 
     def logged(run: str) -> tuple[dict[str, float], list[str]]:
         files = [a.path for a in client.list_artifacts(run, "numeric_diff")]
         return client.get_run(run).data.metrics, sorted(Path(f).name for f in files)
 
-    assert logged(runs["remote"]) == logged(runs["local"])
-    local, remote = workdir / "local", workdir / "remote"
-    assert (remote / "summary.md").read_text() == (local / "summary.md").read_text()
-    pd.testing.assert_frame_equal(results(remote), results(local))
+    assert logged(runs["spark"]) == logged(runs["pandas"])
+    ours, theirs = workdir / "tracked-spark", workdir / "tracked-pandas"
+    assert (ours / "summary.md").read_text() == (theirs / "summary.md").read_text()
+    pd.testing.assert_frame_equal(results(ours), results(theirs))
 
 
 def test_unreachable_clusters_exit_3(workdir: Path) -> None:
