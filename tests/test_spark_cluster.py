@@ -369,9 +369,9 @@ def test_tracked_run_same_as_the_pandas_engines(connect_url: str, workdir: Path)
         return client.get_run(run).data.metrics, sorted(Path(f).name for f in files)
 
     assert logged(runs["spark"]) == logged(runs["pandas"])
-    ours, theirs = workdir / "tracked-spark", workdir / "tracked-pandas"
-    assert (ours / "summary.md").read_text() == (theirs / "summary.md").read_text()
-    pd.testing.assert_frame_equal(results(ours), results(theirs))
+    connect, pandas = workdir / "tracked-spark", workdir / "tracked-pandas"
+    assert (connect / "summary.md").read_text() == (pandas / "summary.md").read_text()
+    pd.testing.assert_frame_equal(results(connect), results(pandas))
 
 
 def test_unreachable_clusters_exit_3(workdir: Path) -> None:
