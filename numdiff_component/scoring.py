@@ -85,10 +85,12 @@ _LABELS = (FAIL, PASS, UNPARSEABLE)  # label codes 0, 1, 2
 def _score_columns(
     a: np.ndarray, b: np.ndarray, options: Options
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The numeric result columns, and the label of each row as a code into `_LABELS`."""
-    parsed = ~(np.isnan(a) | np.isnan(b))
+    """The numeric result columns, and the label of each row as a code into `_LABELS`.
+
+    ``a`` and ``b`` are `parse_column`'s: each value finite, or NaN for no number.
+    """
     with np.errstate(all="ignore"):
-        d = np.abs(a - b)  # NaN where a side has no number
+        d = np.abs(a - b)  # NaN exactly where a side has no number
         scores = np.maximum(np.abs(a), np.abs(b))
         np.maximum(scores, options.floor, out=scores)
         np.divide(d, scores, out=scores)
@@ -96,7 +98,9 @@ def _score_columns(
     # Not finite is NaN (no number; 0/0) or -inf (d overflowed): fmax makes both 0, then clamp.
     np.fmax(scores, 0.0, out=scores)
     np.minimum(scores, 1.0, out=scores)
-    scores[d == 0] = 1.0
+    if options.floor <= 0:  # equal numbers score 1, also 0 against 0 (0/0 above)
+        scores[d == 0] = 1.0
+    parsed = ~np.isnan(d)
     passed = parsed & (scores >= options.threshold)
     codes = passed.astype(np.int8)
     codes[~parsed] = 2

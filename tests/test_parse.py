@@ -223,6 +223,23 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     values=["1,234 -5", ".5.5", "5..5", "1,234,5678", "a\n-5", "\ue0003-4"],
     options=Options(pick="last"),
 )
+@example(  # a sign after a letter that is not ASCII, or before a currency symbol after one;
+    # text before the first digit beyond the Basic Multilingual Plane (an emoji), or not ASCII
+    values=[
+        "\u00e9-5",
+        "\u00e9\u22125",
+        "\u00e9-$5",
+        "\u20ac-5",
+        "(-$5",
+        "x-\u20ac5",
+        "\u2212\u00a35",
+        "\U0001f600 -7",
+        "\u00e9\U0001f600.5",
+        "\u7b54\u6848 12",
+        "\U0001f600",
+    ],
+    options=Options(),
+)
 def test_vectorised_equals_plain_on_text(values: list[str | None], options: Options) -> None:
     assert _same(parse_column(values, options), _plain(values, options))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
@@ -66,6 +66,7 @@ def test_score_does_not_rise_as_the_difference_grows(
 
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.tuples(values, values), min_size=1, max_size=20), opts=options)
+@example(rows=[(0, "0"), ("-0.0", 0.0), (5, "5")], opts=Options(floor=0.0))  # 0/0 scores 1
 def test_score_frame_equals_scoring_row_by_row(
     rows: list[tuple[object, object]], opts: Options
 ) -> None:

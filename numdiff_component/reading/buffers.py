@@ -10,8 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Where each string starts and ends in a text buffer, and that buffer: strings in order, not
+overlapping, with or without gaps between them (the head of each string of an array, say)."""
 
-def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+
+def _bytes(strings: pa.Array) -> Spans:
     """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
     width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     _, offsets_buffer, data_buffer = strings.buffers()
@@ -20,27 +24,60 @@ def _bytes(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets[:-1], offsets[1:], data
 
 
+def _mask(condition: pa.Array) -> np.ndarray:
+    """An Arrow boolean array as a numpy mask, null as false."""
+    return np.asarray(condition.fill_null(False), dtype=bool)
+
+
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
     starts, ends, _ = _bytes(strings)
     return ends - starts
 
 
-def _last_byte(strings: pa.Array) -> np.ndarray:
-    """The last byte of each string (0 when empty), read from Arrow's buffers without a copy."""
+def _ascii_only(strings: pa.Array) -> bool:
+    """Whether the strings' bytes (and any a null hides) are all ASCII: one pass of ``max``."""
     starts, ends, data = _bytes(strings)
+    return not len(strings) or int(data[int(starts[0]) : int(ends[-1])].max(initial=0)) < 0x80
+
+
+def _first_bytes(strings: pa.Array) -> np.ndarray:
+    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
+    starts, ends, data = _bytes(strings)
+    return np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
+
+
+def _last_byte(spans: Spans) -> np.ndarray:
+    """The last byte of each span (0 when empty), read without a copy."""
+    starts, ends, data = spans
     return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
+
+
+def _spans_holding(spans: Spans, byte: int) -> np.ndarray:
+    """The spans holding ``byte`` (one ASCII character), on bytes."""
+    starts, ends, data = spans
+    out = np.zeros(len(starts), bool)
+    if not len(starts):
+        return out
+    first = int(starts[0])
+    at = first + np.flatnonzero(data[first : int(ends[-1])] == byte)
+    row = np.searchsorted(ends, at, side="right")  # the first span ending after the byte
+    out[row[at >= starts[row]]] = True  # not where the byte lies between two spans
+    return out
 
 
 def _holding(strings: pa.Array, byte: int) -> np.ndarray:
     """The strings holding ``byte`` (``pc.match_substring`` of one ASCII character, on bytes)."""
-    starts, ends, data = _bytes(strings)
-    if not len(strings):
-        return np.zeros(0, bool)
-    first = int(starts[0])
-    at = first + np.flatnonzero(data[first : int(ends[-1])] == byte)
-    out = np.zeros(len(strings), bool)
-    out[np.searchsorted(ends, at, side="right")] = True  # the row each byte is in
-    return out & np.asarray(strings.is_valid(), dtype=bool)
+    return _spans_holding(_bytes(strings), byte) & np.asarray(strings.is_valid(), dtype=bool)
+
+
+def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """The spans ``starts``..``ends`` of ``data`` (whole UTF-8 characters) as strings, copied."""
+    lengths = (ends - starts).astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.arange(offsets[-1]) + np.repeat(starts.astype(np.int64) - offsets[:-1], lengths)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data[index])]
+    return pa.Array.from_buffers(pa.large_string(), len(lengths), buffers)
 
 
 def _may_hold(strings: pa.Array, chars: bytes) -> bool:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _may_hold
+from numdiff_component.reading.buffers import _mask, _may_hold
 from numdiff_component.reading.fractions import VULGAR
 from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
@@ -28,7 +28,6 @@ from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
     _MARK,
     _cast_whole,
-    _mask,
     _nulls_where,
     _parse_full,
     _parse_lead,
@@ -207,8 +206,10 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     others by the tiers.
     """
     base = tier_options(opts)
-    valid = np.asarray(text.is_valid(), dtype=bool)
     out = _cast_whole(text, base)
+    if out is not None and not text.null_count and np.isfinite(out).all():
+        return out  # plain numbers only (a number column held as text)
+    valid = np.asarray(text.is_valid(), dtype=bool)
     if out is None:  # a copy: `todo` changes below, `valid` must not
         out, todo = np.full(len(text), np.nan), valid.copy()
     else:
@@ -225,6 +226,7 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
         out[todo] = _tiers(text.filter(todo), base, None if special is None else special[todo])
     if plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
+    out[np.isinf(out)] = np.nan  # a token too large for a float
     return out
 
 
@@ -290,9 +292,7 @@ def parse_column(values: Any, options: Options | None = None, **overrides: Any) 
         numbers = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         numbers = np.asarray(numbers, dtype=float)
         return np.where(np.isfinite(numbers), numbers, np.nan)
-    out = _parse_strings(array, opts)
-    out[np.isinf(out)] = np.nan  # a token too large for a float
-    return out
+    return _parse_strings(array, opts)
 
 
 def several_numbers(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:

@@ -1,11 +1,12 @@
 """The column reader's tiers for SPEC §1 (the default reading): each exact for the rows it keeps.
 
 Arrow's float cast when the whole column is plain numbers (`cast_whole`); else one cheap
-anchored pattern for the token at the first digit (`parse_lead`); else the full grammar of §1 in
-RE2 (`parse_full`). The patterns are built from `grammar`'s pieces, the ones the one-value
-reader uses. RE2 has no look-around; where a rule needs one, the docstring says what replaces
-it and why that is exact. Rows whose reading depends on SPEC v3's currency sign or on §1.2's
-readings never reach these tiers (`column.route`).
+anchored pattern for the token at the first digit, on the text cut there by a trim
+(`parse_lead`); else the full grammar of §1 in RE2 (`parse_full`). The patterns are built from
+`grammar`'s pieces, the ones the one-value reader uses. RE2 has no look-around; where a rule
+needs one, the docstring says what replaces it and why that is exact. The sign before a token
+is read by `signs`. Rows whose reading depends on §1.2's readings never reach these tiers
+(`column.route`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
+    _ascii_only,
     _byte_lengths,
     _bytes,
+    _first_bytes,
     _holding,
     _last_byte,
+    _mask,
     _may_hold,
     _scale_word_at,
+    _spans_holding,
 )
 from numdiff_component.reading.grammar import (
     CURRENCY,
@@ -35,6 +40,7 @@ from numdiff_component.reading.grammar import (
     token_parts,
 )
 from numdiff_component.reading.marks import SCALE_FIRST, SCALE_WORDS
+from numdiff_component.reading.signs import _signed_values
 
 _MARK = "\ue000"  # private-use marker put before each token to find the last one
 
@@ -64,12 +70,13 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
 
 
 def _lead_regex(opts: Options) -> str:
-    """RE2 pattern for a cheap read of the token at the first digit (anchored, nothing after it).
+    """RE2 pattern for a cheap read of the token at the first digit, on the text from that digit
+    (`_from_first_digit`; anchored, nothing after it).
 
-    Groups: ``pre``, all the text before the first digit; ``tok``, the digits and grouping
-    separators there, then a fraction and an exponent; ``pct`` with ``percent="fraction"``.
-    ``tok`` is the leftmost token when ``pre`` does not end with the decimal point (``.5``) and
-    ``tok`` has no grouping separator or a clean grouped run (`_clean_group_regex`).
+    Groups: ``tok``, the digits and grouping separators there, then a fraction and an exponent;
+    ``pct`` with ``percent="fraction"``. ``tok`` is the leftmost token when the text before it
+    does not end with the decimal point (``.5``) and ``tok`` has no grouping separator or a
+    clean grouped run (`_clean_group_regex`).
     With ``scale="words"``, ``sc`` is the first letter of a scale word right after the token: a
     single character class (the words themselves make RE2 read the groups several times slower).
     With ``pick="first"`` and §1.1's readings, no more groups: `_after_token` reads the bytes
@@ -77,7 +84,7 @@ def _lead_regex(opts: Options) -> str:
     """
     _, fraction, exponent, _ = _token_parts(opts.decimal_comma)
     group = re.escape(separators(opts.decimal_comma)[0])
-    lead = rf"^(?P<pre>[^0-9]*)(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
+    lead = rf"^(?P<tok>[0-9][0-9{group}]*(?:{fraction})?(?:{exponent})?)"
     if _looks_after(opts):
         return lead
     if opts.scale == "words":
@@ -118,9 +125,40 @@ def _clean_group_regex(decimal_comma: bool) -> str:
 
 
 def _single_token_regex(opts: Options) -> str:
-    """Texts with no digit after the `_lead_regex` token: that token is also the last one."""
+    """Texts from their first digit with no digit after the `_lead_regex` token: that token is
+    also the last one."""
     lead = _lead_regex(Options(decimal_comma=opts.decimal_comma))
-    return lead.replace("(?P<pre>", "(?:").replace("(?P<tok>", "(?:") + "[^0-9]*$"
+    return lead.replace("(?P<tok>", "(?:") + "[^0-9]*$"
+
+
+@lru_cache(maxsize=2)
+def _not_digits(top: int) -> str:
+    """Every character below ``top`` but the ASCII digits (and surrogates): what is trimmed."""
+    return "".join(chr(c) for c in range(top) if not ("0" <= chr(c) <= "9" or 0xD800 <= c < 0xE000))
+
+
+def _from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Each text from its first ASCII digit (null or empty where it has none), and how many
+    bytes were cut before it.
+
+    A trim of every character but the digits, without a pattern (several times cheaper than
+    one): ``ascii_ltrim`` when the text is all ASCII, else ``utf8_ltrim`` of every character of
+    the Basic Multilingual Plane but the digits (a little slower), which stops at the first
+    digit or at a character beyond that plane (an emoji, say: its first byte is >= 0xF0). The
+    texts it stopped at such a character are cut by a pattern.
+    """
+    if _ascii_only(text):
+        return _trimmed(text, pc.ascii_ltrim(text, _not_digits(0x80)))
+    rest = pc.utf8_ltrim(text, _not_digits(0x10000))
+    odd = _first_bytes(rest) >= 0xF0
+    if odd.any():
+        again = pc.extract_regex(text.filter(odd), r"(?s)^[^0-9]*(?P<rest>[0-9].*)")
+        rest = _replace_rows(rest, odd, pc.struct_field(again, "rest"))
+    return _trimmed(text, rest)
+
+
+def _trimmed(text: pa.Array, rest: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    return rest, _byte_lengths(text) - _byte_lengths(rest)
 
 
 def _scan_regex(decimal_comma: bool) -> str:
@@ -161,12 +199,8 @@ def _nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(strings.type, len(strings), buffers, offset=strings.offset)
 
 
-def _mask(condition: pa.Array) -> np.ndarray:
-    return np.asarray(condition.fill_null(False), dtype=bool)
-
-
 def _after_token(
-    text: pa.Array, pre: pa.Array, tok: pa.Array, matched: np.ndarray
+    text: pa.Array, cut: np.ndarray, tok: pa.Array, matched: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The bytes after each `_lead_regex` token, read from Arrow's buffers (no regex groups).
 
@@ -174,11 +208,12 @@ def _after_token(
     that the token may go on with (``[0-9.,eE]``); ``later``: the first byte after the blanks
     that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
     with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
-    that a long run costs one pass, not one per blank). ``pre`` starts each text (anchored).
-    Last, where in Arrow's text buffer ``later``'s byte is (else the byte right after the token).
+    that a long run costs one pass, not one per blank). ``cut``: the bytes before the token
+    (`_from_first_digit`). Last, where in Arrow's text buffer ``later``'s byte is (else the
+    byte right after the token).
     """
     starts, ends, data = _bytes(text)
-    at = np.where(matched, starts + _byte_lengths(pre) + _byte_lengths(tok), ends)
+    at = np.where(matched, starts + cut + _byte_lengths(tok), ends)
     last = len(data) - 1
     following = np.where(at < ends, data[np.minimum(at, last)], 0)
     right = np.where(_GOES_ON[following], 0, following)
@@ -193,101 +228,6 @@ def _after_token(
         if not len(rows):
             break
     return right, later, rows, where
-
-
-def _alnum_mask(chars: pa.Array) -> np.ndarray:
-    """``str.isalnum`` of each one-character string, computed once per distinct character."""
-    distinct = pc.unique(chars).to_pylist()
-    alnum = pa.array([c for c in distinct if c is not None and c.isalnum()], pa.string())
-    return _mask(pc.is_in(chars, value_set=alnum))
-
-
-def _signed_values(
-    head: pa.Array,
-    values: np.ndarray,
-    pct: pa.Array | None,
-    opts: Options,
-    last: np.ndarray | None = None,
-) -> np.ndarray:
-    """The values with the sign that ends ``head`` when it belongs (see SPEC §1): right before
-    the token, or right before one currency symbol that ends ``head`` (SPEC v3). ``last``:
-    `_last_byte` of ``head`` when the caller has it."""
-    if pct is not None:
-        values[np.asarray(pc.utf8_length(pct).fill_null(0)) > 0] /= 100
-    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
-    # the heads ending with a currency symbol right after such a byte, without that symbol.
-    last = _last_byte(head) if last is None else last
-    rows = np.flatnonzero(_MINUS_LAST[last])
-    negate = rows[_sign_minus(head, rows)] if len(rows) else rows
-    rows = _currency_after_minus(head, last)
-    if len(rows):
-        cut = pc.utf8_slice_codeunits(head.take(rows), 0, -1)
-        negate = np.concatenate([negate, rows[_minus_ends(cut)]])
-    values[negate] = -values[negate]
-    return values
-
-
-def _sign_minus(head: pa.Array, rows: np.ndarray) -> np.ndarray:
-    """`_minus_ends` of the heads ``rows`` (each ends with a minus's last byte), on UTF-8 bytes.
-
-    The minus is ``-`` (0x2D) or U+2212 (E2 88 92); the character before it is ASCII when its
-    last byte is (a continuation byte is >= 0x80), and an ASCII character is alnum when it is
-    ``[0-9A-Za-z]``; the heads with another character there are left to `_minus_ends`.
-    """
-    starts, ends, data = _bytes(head)
-    start, end = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
-    narrow = data[end - 1] == 0x2D
-    wide = (end - 3 >= start) & (data[np.maximum(end - 3, 0)] == 0xE2)
-    wide &= ~narrow & (data[np.maximum(end - 2, 0)] == 0x88) & (data[end - 1] == 0x92)
-    before = end - np.where(narrow, 1, 3) - 1  # where the character before the minus ends
-    byte = data[np.maximum(before, 0)]
-    at_start = before < start
-    sign = (narrow | wide) & (at_start | ~_ASCII_ALNUM[byte])
-    other = (narrow | wide) & ~at_start & (byte >= 0x80)
-    if other.any():
-        sign[other] = _minus_ends(head.take(rows[other]))
-    return sign
-
-
-_ASCII_ALNUM = np.isin(
-    np.arange(256), [*b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"]
-)
-
-
-def _minus_ends(head: pa.Array) -> np.ndarray:
-    """Heads ending with a minus that is a sign (at the start or after a non-alnum)."""
-    minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
-    at_start = np.asarray(pc.utf8_length(head)) == 1
-    before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
-    return minus & (at_start | ~before)
-
-
-_MINUS_LAST = np.isin(np.arange(256), [0x2D, 0x92])  # last byte of "-" and of U+2212
-_CURRENCY_CODES = [np.frombuffer(c.encode(), np.uint8) for c in CURRENCY]
-_CURRENCY_LAST = np.isin(np.arange(256), [int(code[-1]) for code in _CURRENCY_CODES])
-
-
-def _currency_after_minus(head: pa.Array, last: np.ndarray) -> np.ndarray:
-    """The rows whose head ends with a currency symbol right after the last byte of a minus.
-
-    Compared on UTF-8 bytes, only on the rows whose ``last`` byte ends a currency symbol: a
-    necessary condition for a sign before the symbol (`_minus_ends` then decides), cheap enough
-    that the default reading pays nothing for SPEC v3's currency sign.
-    """
-    rows = np.flatnonzero(_CURRENCY_LAST[last])
-    if not len(rows):
-        return rows
-    starts, ends, data = _bytes(head)
-    starts, ends = starts[rows].astype(np.int64), ends[rows].astype(np.int64)
-    keep, ending = np.zeros(len(rows), bool), last[rows]
-    for code in _CURRENCY_CODES:
-        some = np.flatnonzero(ending == code[-1])  # the symbols that end with this byte
-        at = ends[some] - len(code)  # where the symbol would start; a byte before it is needed
-        ok = at - 1 >= starts[some]
-        for k, byte in enumerate(code[:-1]):
-            ok &= data[np.maximum(at + k, 0)] == byte
-        keep[some] |= ok & _MINUS_LAST[data[np.maximum(at - 1, 0)]]
-    return rows[keep]
 
 
 def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
@@ -308,7 +248,9 @@ def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
     out = np.full(len(text), np.nan)
     grouped = _mask(pc.match_substring(tok, separators(opts.decimal_comma)[0]))
     values = _to_float(tok, opts.decimal_comma, grouped)
-    out[found] = _signed_values(head, values, pct if opts.percent == "fraction" else None, opts)
+    if opts.percent == "fraction":
+        _per_cent(values, pct)
+    out[found] = _signed_values(_bytes(head), values)
     return out
 
 
@@ -351,10 +293,13 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     backslash before the first digit may start a ``\\frac``.
     """
     group, point = separators(opts.decimal_comma)
-    parts = pc.extract_regex(text, _lead_regex(opts))
+    rest, cut = _from_first_digit(text)
+    parts = pc.extract_regex(rest, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
-    pre, tok = parts.field("pre"), pc.struct_field(parts, "tok")  # tok: null where no match
-    before = _last_byte(pre)
+    tok = pc.struct_field(parts, "tok")  # null where no match
+    starts, _, data = _bytes(text)
+    head = (starts, starts + cut, data)  # the text before the token
+    before = _last_byte(head)
     found = matched & (before != ord(point))
     grouped = _holding(tok, ord(group))
     if grouped.any():
@@ -362,13 +307,13 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
-        found &= _mask(pc.match_substring_regex(text, _single_token_regex(opts)))
+        found &= _mask(pc.match_substring_regex(rest, _single_token_regex(opts)))
     if _looks_after(opts):
-        right, later, unknown, where = _after_token(text, pre, tok, matched)
+        right, later, unknown, where = _after_token(text, cut, tok, matched)
         found[unknown] = False
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
-        if opts.fractions and _may_hold(pre, b"\\"):  # a \frac before the first digit
-            found &= ~_mask(pc.match_substring(pre, "\\"))
+        if opts.fractions and _may_hold(text, b"\\"):  # a \frac before the first digit
+            found &= ~_spans_holding(head, ord("\\"))
         scaled = _SCALE_BYTES[right] | _SCALE_BYTES[later]
         percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
     else:
@@ -386,7 +331,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     values[~found] = np.nan
     if percent is not None and opts.percent == "fraction":
         values[percent] /= 100
-    return _signed_values(pre, values, None, opts, before), matched & ~found
+    return _signed_values(head, values, before), matched & ~found
 
 
 def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
@@ -409,6 +354,12 @@ def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
 def _field(parts: pa.StructArray, name: str) -> pa.Array | None:
     """A group of a match (null where the row did not match), if the pattern has it."""
     return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
+
+
+def _per_cent(values: np.ndarray, pct: pa.Array | None) -> None:
+    """Divide the values by 100 where a percent sign was read (group ``pct``), in place."""
+    if pct is not None:
+        values[_lengths(pct) > 0] /= 100
 
 
 def _lengths(strings: pa.Array) -> np.ndarray:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _may_hold
+from numdiff_component.reading.buffers import _bytes, _first_bytes, _mask, _may_hold
 from numdiff_component.reading.fractions import frac_regex
 from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, group_separators, literal
 from numdiff_component.reading.marks import (
@@ -24,18 +24,16 @@ from numdiff_component.reading.marks import (
     reversed_answer_regex,
 )
 from numdiff_component.reading.plain import parse_text
+from numdiff_component.reading.signs import _alnum_mask, _signed_values
 from numdiff_component.reading.tiers import (
     _MARK,
-    _alnum_mask,
-    _bytes,
     _decimal_values,
     _field,
     _lengths,
-    _mask,
     _nulls_where,
     _parse_lead,
+    _per_cent,
     _replace_rows,
-    _signed_values,
     _token_parts,
 )
 
@@ -151,12 +149,6 @@ def _tail(strings: pa.Array) -> pa.Array:
 _CONTINUATION = np.arange(256) // 64 == 2  # 0b10xxxxxx: not the first byte of a character
 
 
-def _first_bytes(strings: pa.Array) -> np.ndarray:
-    """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
-    starts, ends, data = _bytes(strings)
-    return np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
-
-
 def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> list[pa.Array]:
     """Groups ``names`` of ``pattern`` on each reversed string; null where it does not match.
 
@@ -208,7 +200,8 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
     with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
         _numbers_of(parts, tok, values, opts)
     signs = head if head is not None else pc.struct_field(parts, "pre").fill_null("")
-    return _signed_values(signs, values, _field(parts, "pct"), opts)
+    _per_cent(values, _field(parts, "pct"))
+    return _signed_values(_bytes(signs), values)
 
 
 def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: Options) -> None:
