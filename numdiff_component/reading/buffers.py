@@ -34,10 +34,23 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return ends - starts
 
 
-def _ascii_only(strings: pa.Array) -> bool:
-    """Whether the strings' bytes (and any a null hides) are all ASCII: one pass of ``max``."""
+def _top_byte(strings: pa.Array) -> int:
+    """The largest byte of the strings (and of any a null hides): below 0x80, all ASCII; from
+    0xF0, a character beyond the Basic Multilingual Plane starts there."""
     starts, ends, data = _bytes(strings)
-    return not len(strings) or int(data[int(starts[0]) : int(ends[-1])].max(initial=0)) < 0x80
+    return int(data[int(starts[0]) : int(ends[-1])].max(initial=0)) if len(strings) else 0
+
+
+def _astral_chars(strings: pa.Array) -> str:
+    """The distinct characters beyond the Basic Multilingual Plane (four UTF-8 bytes, the first
+    from 0xF0) that the strings hold."""
+    starts, ends, data = _bytes(strings)
+    first = int(starts[0])
+    at = first + np.flatnonzero(data[first : int(ends[-1])] >= 0xF0)
+    code = (data[at].astype(np.int64) & 0x07) << 18
+    for k, shift in ((1, 12), (2, 6), (3, 0)):
+        code |= (data[at + k].astype(np.int64) & 0x3F) << shift
+    return "".join(map(chr, np.unique(code).tolist()))
 
 
 def _first_bytes(strings: pa.Array) -> np.ndarray:

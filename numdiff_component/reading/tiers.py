@@ -20,16 +20,16 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
-    _ascii_only,
+    _astral_chars,
     _byte_lengths,
     _bytes,
-    _first_bytes,
     _holding,
     _last_byte,
     _mask,
     _may_hold,
     _scale_word_at,
     _spans_holding,
+    _top_byte,
 )
 from numdiff_component.reading.grammar import (
     CURRENCY,
@@ -143,21 +143,15 @@ def _from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
     A trim of every character but the digits, without a pattern (several times cheaper than
     one): ``ascii_ltrim`` when the text is all ASCII, else ``utf8_ltrim`` of every character of
-    the Basic Multilingual Plane but the digits (a little slower), which stops at the first
-    digit or at a character beyond that plane (an emoji, say: its first byte is >= 0xF0). The
-    texts it stopped at such a character are cut by a pattern.
+    the Basic Multilingual Plane but the digits and of the characters beyond it that the text
+    holds (a little slower).
     """
-    if _ascii_only(text):
-        return _trimmed(text, pc.ascii_ltrim(text, _not_digits(0x80)))
-    rest = pc.utf8_ltrim(text, _not_digits(0x10000))
-    odd = _first_bytes(rest) >= 0xF0
-    if odd.any():
-        again = pc.extract_regex(text.filter(odd), r"(?s)^[^0-9]*(?P<rest>[0-9].*)")
-        rest = _replace_rows(rest, odd, pc.struct_field(again, "rest"))
-    return _trimmed(text, rest)
-
-
-def _trimmed(text: pa.Array, rest: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    top = _top_byte(text)
+    if top < 0x80:
+        rest = pc.ascii_ltrim(text, _not_digits(0x80))
+    else:
+        beyond = _astral_chars(text) if top >= 0xF0 else ""
+        rest = pc.utf8_ltrim(text, _not_digits(0x10000) + beyond)
     return rest, _byte_lengths(text) - _byte_lengths(rest)
 
 
