@@ -362,6 +362,18 @@ def test_a_pandas_column_held_in_several_arrow_chunks(tmp_path) -> None:
         assert parse_column(column, pick=pick).tolist() == [3.0, -3.0] * 3
 
 
+@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
+def test_a_slice_of_an_arrow_array_reads_as_its_values(string_type: pa.DataType) -> None:
+    """The column reader looks at Arrow's buffers by byte offset: a slice (a Spark batch, say)
+    starts inside them, with text before it that is not its own."""
+    values = ["x -5", "\u00e9-$3", "1,234.5 apples", None, "\U0001f600 -7", ".5", "none"] * 3
+    array = pa.array(values, string_type)
+    for start in range(len(values) - 4):
+        for options in (Options(), Options(pick="last"), Options(thousands="any")):
+            want = _plain(values[start : start + 4], options)
+            assert _same(parse_column(array.slice(start, 4), options), want), (start, options)
+
+
 # --- several_numbers: where pick="first" may read another number than the answer ----------
 
 
