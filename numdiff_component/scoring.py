@@ -98,8 +98,7 @@ def _score_columns(
     # Not finite is NaN (no number; 0/0) or -inf (d overflowed): fmax makes both 0, then clamp.
     np.fmax(scores, 0.0, out=scores)
     np.minimum(scores, 1.0, out=scores)
-    if options.floor <= 0:  # equal numbers score 1, also 0 against 0 (0/0 above)
-        scores[d == 0] = 1.0
+    scores[d == 0] = 1.0  # equal numbers score 1, also 0 against 0 with floor 0 (0/0 above)
     parsed = ~np.isnan(d)
     passed = parsed & (scores >= options.threshold)
     codes = passed.astype(np.int8)
