@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import _mask, _may_hold
-from numdiff_component.reading.fractions import VULGAR
-from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
+from numdiff_component.reading.fractions import FRAC, SLASH, VULGAR
+from numdiff_component.reading.grammar import BLANK, LATEX_COMMAS, any_case
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
@@ -96,7 +96,7 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
     # §1.2.3: a vulgar fraction, any \frac (bare arguments, W\frac), or W, a blank, A/.
     "fractions": lambda o: (
-        rf"[{VULGAR}]|\\[dt]?frac|[0-9][ \t][0-9]+/" if o.fractions == "all" else None
+        rf"[{VULGAR}]|{FRAC}|[0-9][{BLANK}][0-9]+{SLASH}" if o.fractions == "all" else None
     ),
     # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
     "scientific": lambda o: (
@@ -327,7 +327,7 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if plain.any():
         count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
         out[plain] = count > 0
-    hard_regex = "|".join(filter(None, [_hard_regex(opts), "\\x{e000}"]))
+    hard_regex = "|".join(filter(None, [_hard_regex(opts), _MARK]))
     hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
     rest &= ~hard
     if rest.any():
