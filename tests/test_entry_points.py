@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 from mlflow.pyfunc import PythonModelContext
 
 from numdiff_component import (
@@ -21,6 +22,7 @@ from numdiff_component import (
     score,
     score_frame,
 )
+from numdiff_component.options import SCHEMA
 from numdiff_component.pyfunc import NumericDiffModel, model_config
 from tests.conftest import SPEC_READINGS, invoke, write_table
 
@@ -33,10 +35,21 @@ PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
     ("PTE 120 000 000", {"preset": "prose", "thousands": "comma"}, 120.0),  # explicit
     ("CHF 1'049.95", {"preset": "prices"}, 1049.95),
 ]
+# SPEC v4's extra markers and scale words, given as Python gives them (a list, a dict).
+_MARKERS = {"pick": "answer", "markers": ["Result", "Final answer", "\u7b54\u6848"]}
+_LAKH = {"scale": "words", "scale_words": {"lakh": 1e5, "crore": 1e7}}
+LIST_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
+    ("Result: 42 of 50", _MARKERS, 42.0),
+    ("Our final answer is 7, not 8", _MARKERS, 7.0),
+    ("\u7b54\u6848\uff1a12 \u6216 13", _MARKERS, 12.0),
+    ("5 lakh people", _LAKH, 5e5),
+    ("\u20b92.5 Crore", _LAKH, 2.5e7),
+    ("about 3 lakhs", _LAKH, 3.0),
+]
 
 # One group of rows per set of options, as a user scores a table with one set of options.
 GROUPS: dict[str, tuple[dict[str, Any], list[tuple[str, float | None]]]] = {}
-for text, opts, number in SPEC_READINGS + PRESET_READINGS:
+for text, opts, number in SPEC_READINGS + PRESET_READINGS + LIST_READINGS:
     key = ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
     GROUPS.setdefault(key, (opts, []))[1].append((text, number))
 
@@ -65,6 +78,7 @@ def _scores(rows: list[tuple[str, float | None]]) -> list[float]:
     return [0.0 if number is None else 1.0 for _, number in rows]
 
 
+SPECS = {spec.name: spec for spec in SCHEMA}
 PARAMS = [pytest.param(*GROUPS[key], id=key) for key in GROUPS]
 
 
@@ -82,8 +96,12 @@ def test_command_line(
     source = write_table(_table(rows), tmp_path / "answers.csv")
     flags = []
     for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        flags += [f"{flag}={str(value).lower()}"] if isinstance(value, bool) else [flag, value]
+        flag = "--" + (SPECS[name].flag or name).replace("_", "-")
+        if isinstance(value, (list, dict)):  # a list option: its flag once per item
+            items = [f"{k}={v}" for k, v in value.items()] if isinstance(value, dict) else value
+            flags += [arg for item in items for arg in (flag, item)]
+        else:
+            flags += [f"{flag}={str(value).lower()}"] if isinstance(value, bool) else [flag, value]
     done = invoke("score", str(source), *flags, "-q", "--no-plots", "--results-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     _same(pd.read_parquet(tmp_path / "results.parquet")["output_value"].tolist(), _want(rows))
@@ -113,7 +131,9 @@ def test_genai_scorer(options: dict[str, Any], rows: list[tuple[str, float | Non
 def test_pyfunc_model(options: dict[str, Any], rows: list[tuple[str, float | None]]) -> None:
     predicted = NumericDiffModel(Options(**options)).predict(None, _table(rows))
     _same(predicted["output_value"].tolist(), _want(rows))
-    # As loaded from a model config (`model_config`), where a preset resolves again.
+    # As loaded from a model config (`model_config`), where a preset resolves again; the config
+    # is written as YAML.
+    assert yaml.safe_load(yaml.safe_dump(model_config(Options(**options)))) is not None
     model = NumericDiffModel()
     model.load_context(
         PythonModelContext(artifacts={}, model_config=model_config(Options(**options)))
