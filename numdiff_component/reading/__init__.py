@@ -5,7 +5,7 @@ Each rule module holds its literal tables once (words and their values, markers,
 symbols); functions make every form a reader needs from them: the `re` pattern, the RE2
 pattern, the reversed pattern (`grammar.reversed_literal`), the byte tables of the column
 reader. So an entry added to a table, or given by the options ``markers`` and ``scale_words``,
-reaches both readers (tests/test_lexicon.py adds one to each table of a copy of the source).
+reaches both readers (tests/reading/test_lexicon.py adds one to each table of a copy of the source).
 
 - `grammar`: §1, the token, the sign (and the currency symbol before it), separators, digits;
 - `marks`: §1.1, answer markers and spans, scale words, percent;
