@@ -533,6 +533,19 @@ SPEC_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
 
 
 # Every option that changes how a number is read, as hypothesis draws it.
+# SPEC v4's extra markers and scale words, given as Python gives them (a list, a dict).
+_MARKERS = {"pick": "answer", "markers": ["Result", "Final answer", "\u7b54\u6848"]}
+_LAKH = {"scale": "words", "scale_words": {"lakh": 1e5, "crore": 1e7}}
+LIST_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
+    ("Result: 42 of 50", _MARKERS, 42.0),
+    ("Our final answer is 7, not 8", _MARKERS, 7.0),
+    ("\u7b54\u6848\uff1a12 \u6216 13", _MARKERS, 12.0),
+    ("5 lakh people", _LAKH, 5e5),
+    ("\u20b92.5 Crore", _LAKH, 2.5e7),
+    ("about 3 lakhs", _LAKH, 3.0),
+]
+
+
 READING_STRATEGIES = {
     "decimal_comma": st.booleans(),
     "pick": st.sampled_from(["first", "last", "answer"]),

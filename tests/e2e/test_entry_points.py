@@ -24,7 +24,7 @@ from numdiff_component import (
 )
 from numdiff_component.adapters.pyfunc import NumericDiffModel, model_config
 from numdiff_component.options import SCHEMA
-from tests.conftest import SPEC_READINGS, invoke, write_table
+from tests.conftest import LIST_READINGS, SPEC_READINGS, invoke, write_table
 
 # Presets (SPEC §2.1) through every entry point: texts whose number a preset's options read.
 PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
@@ -34,17 +34,6 @@ PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
     ("$2.1 billion", {"preset": "prose"}, 2.1e9),
     ("PTE 120 000 000", {"preset": "prose", "thousands": "comma"}, 120.0),  # explicit
     ("CHF 1'049.95", {"preset": "prices"}, 1049.95),
-]
-# SPEC v4's extra markers and scale words, given as Python gives them (a list, a dict).
-_MARKERS = {"pick": "answer", "markers": ["Result", "Final answer", "\u7b54\u6848"]}
-_LAKH = {"scale": "words", "scale_words": {"lakh": 1e5, "crore": 1e7}}
-LIST_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
-    ("Result: 42 of 50", _MARKERS, 42.0),
-    ("Our final answer is 7, not 8", _MARKERS, 7.0),
-    ("\u7b54\u6848\uff1a12 \u6216 13", _MARKERS, 12.0),
-    ("5 lakh people", _LAKH, 5e5),
-    ("\u20b92.5 Crore", _LAKH, 2.5e7),
-    ("about 3 lakhs", _LAKH, 3.0),
 ]
 
 # One group of rows per set of options, as a user scores a table with one set of options.

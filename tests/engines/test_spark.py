@@ -38,7 +38,7 @@ from numdiff_component.job.run import JobConfig, JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tracking.boundary import load_results, metrics
-from tests.conftest import SPEC_READINGS
+from tests.conftest import LIST_READINGS, SPEC_READINGS
 
 # One local Spark session (a session fixture per xdist worker): the tests that use it share a
 # worker (conftest.py); the others, which start Spark in processes of their own, go to any.
@@ -200,11 +200,12 @@ OPTION_SETS = [
 
 
 def test_every_spec_reading_through_spark(spark: Any) -> None:
-    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written.
+    """Each SPEC §1.1 example (and v4's markers and scale words, given as a list and a dict),
+    scored by Spark with its options, reads the number written.
 
     One Spark job per set of options: the examples that share options are rows of one table."""
     by_options: dict[str, list[tuple[str, float | None]]] = {}
-    for text, options, number in SPEC_READINGS:
+    for text, options, number in SPEC_READINGS + LIST_READINGS:
         by_options.setdefault(json.dumps(options, sort_keys=True), []).append((text, number))
     for key, examples in by_options.items():
         rows = [(text, 1.0) for text, _ in examples]
