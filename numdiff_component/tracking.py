@@ -154,18 +154,31 @@ def mlflow_run(
         with store_lock(mlflow.get_tracking_uri()):  # one job at a time makes a new store's tables
             experiment = within(what, experiment_id, experiment_name)
             run = within(what, mlflow.start_run, run_name=run_name, experiment_id=experiment)
-    if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
-        within(what, mlflow.set_tag, "mlflow.runName", default_run_name)
     try:
+        if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
+            within(what, mlflow.set_tag, "mlflow.runName", default_run_name, synchronous=True)
         with mlflow_errors(what):
             yield run
     except BaseException as exc:
-        if active is None and not isinstance(exc, _NoAnswer):  # a hung server: no more
+        if active is None and isinstance(exc, _NoAnswer):  # a hung server: ask it no more
+            _forget(run)
+        elif active is None:
             with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
                 within(what, mlflow.end_run, status="FAILED")
         raise
     if active is None:
         within(what, mlflow.end_run)
+
+
+def _forget(run: Any) -> None:
+    """Drop ``run`` from MLflow's active runs without a word to the server: MLflow's own exit
+    handler would otherwise end it, waiting on a server that does not answer, or mark FINISHED
+    a run whose logging failed."""
+    from mlflow.tracking import fluent
+
+    stack = fluent._active_run_stack.get()
+    if stack and stack[-1].info.run_id == run.info.run_id:
+        stack.pop()
 
 
 def _made_up(name: str | None) -> bool:
@@ -193,7 +206,7 @@ def record_failure(message: str, exit_code: int) -> None:
     tags = [RunTag(f"{PREFIX}.error", message[:5000])]
     tags.append(RunTag(f"{PREFIX}.exit_code", str(exit_code)))
     with contextlib.suppress(TrackingError, InputError):
-        within("tag the run", MlflowClient().log_batch, run_id, tags=tags)
+        within("tag the run", MlflowClient().log_batch, run_id, tags=tags, synchronous=True)
 
 
 def experiment_id(name: str | None) -> str | None:
@@ -297,6 +310,7 @@ def log_evaluation(
             metrics=[Metric(k, v, now, 0) for k, v in metrics(evaluation.aggregates).items()],
             params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
             tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
+            synchronous=True,
         )
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
         within(what, mlflow.log_input, dataset, context="evaluation")
@@ -327,7 +341,16 @@ def _log_plots(client: Any, run_id: str, plots: list[Path]) -> None:
         with Image.open(plot) as image:
             rgb = image.convert("RGB")
         key = f"{PREFIX}/{plot.stem}"
-        within(what, client.log_image, run_id, rgb, key=key, step=0, extra=upload_seconds(plot))
+        within(
+            what,
+            client.log_image,
+            run_id,
+            rgb,
+            key=key,
+            step=0,
+            synchronous=True,
+            extra=upload_seconds(plot),
+        )
 
 
 # --- reading a run's results, and logging a comparison ------------------------------------------
@@ -444,6 +467,7 @@ def log_comparison(
             run_id,
             metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
             params=[Param("compare/run_a", a), Param("compare/run_b", b)],
+            synchronous=True,
         )
         text = json.dumps(summary, indent=2)
         within(what, client.log_text, run_id, text, "compare/comparison.json")
