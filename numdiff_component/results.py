@@ -29,6 +29,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from numdiff_component.aggregate import gate_failure, headline, pass_rate_stderr
+from numdiff_component.arrow_frames import arrow_frame
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.report_render import markdown, text
@@ -299,7 +300,7 @@ def read_local(path: Path, ref: str) -> RunResults:
         table = pq.read_table(path)
         metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     ours = {k: v for k, v in metadata.items() if k.startswith(f"{PREFIX}/")}
-    return RunResults(table.to_pandas(), ref, recorded(ours))
+    return RunResults(arrow_frame(table), ref, recorded(ours))
 
 
 # --- what a run records of a job: params, metrics, tags, the table shown in the UI ----------------

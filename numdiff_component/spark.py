@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
+from numdiff_component.arrow_frames import arrow_frame
 from numdiff_component.errors import InputError, check_stopped, missing_column
 from numdiff_component.options import Options
 from numdiff_component.request import JobConfig
@@ -352,7 +353,7 @@ class SparkEngine:
                 batch_readahead=1,
                 fragment_readahead=1,
             )
-            yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+            yield from (arrow_frame(batch) for batch in batches if batch.num_rows)
             write_folder_metadata(partial, config)  # what a results file keeps in its metadata
             check_stopped()  # the last moment the folder can still be removed as partial
             os.replace(partial, path)

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from numdiff_component.arrow_frames import arrow_frame
 from numdiff_component.csv_stream import csv_reader
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.json_tables import json_batches, json_frame, mixed_columns
@@ -356,10 +357,10 @@ def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame
         check_width(len(file.schema_arrow.names))
         _check_no_bytes(file.schema_arrow)
         if batch_rows is None:
-            yield _index_as_columns(file.read().to_pandas())
+            yield _index_as_columns(arrow_frame(file.read()))
             return
         for batch in file.iter_batches(batch_size=batch_rows):
-            yield _index_as_columns(batch.to_pandas())
+            yield _index_as_columns(arrow_frame(batch))
 
 
 def _json_lines(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:

@@ -366,10 +366,7 @@ def load_results(ref: str) -> RunResults:
     if path.suffix == ".parquet" or path.exists():
         if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
             raise InputError(f"results file not found: {ref!r}")
-        try:
-            return read_local(path, ref)
-        except (OSError, ValueError, pa.ArrowException) as exc:  # a bad or foreign file
-            raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
+        return _read_results(path, ref, f"cannot read {ref!r} as parquet")
 
     import mlflow
 
@@ -389,9 +386,18 @@ def load_results(ref: str) -> RunResults:
             dst_path=folder,
             extra=size,
         )
-        frame = pd.read_parquet(local)
+        what = f"cannot read the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET}) as parquet"
+        frame = _read_results(Path(local), ref, what).frame
     deleted = run.info.lifecycle_stage == "deleted"
     return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted)
+
+
+def _read_results(path: Path, ref: str, what: str) -> RunResults:
+    """`read_local`, where a bad or foreign file (truncated, not Parquet) is `InputError`."""
+    try:
+        return read_local(path, ref)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"{what}: {first_line(exc)}") from exc
 
 
 def _not_there_is_input(ref: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
