@@ -13,8 +13,8 @@ import click
 import pytest
 
 from numdiff_component import OptionError, Options, score
-from numdiff_component.cli import log_model, scoring_options
-from numdiff_component.cli import score as score_command
+from numdiff_component.cli.main import log_model, scoring_options
+from numdiff_component.cli.main import score as score_command
 from numdiff_component.options import OPTION_NAMES, PRESET_OPTIONS, PRESETS, SCHEMA, OptionSpec
 
 PICKS = ("first", "last", "answer")
@@ -295,7 +295,7 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
 
 def _options_of(command: click.Command, args: list[str]) -> Options:
     """What the command would run with: its arguments parsed, the options made from them."""
-    from numdiff_component.cli import _given
+    from numdiff_component.cli.main import _given
 
     context = command.make_context(command.name, list(args))  # parsed only, not run
     return Options.of(None, **_given({name: context.params[name] for name in OPTION_NAMES}))
