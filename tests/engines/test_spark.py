@@ -385,6 +385,18 @@ def test_run_spark_job_empty_table(spark: Any, tmp_path: Path) -> None:
         run_spark_job(config, spark)
 
 
+def test_integer_ids_with_a_null_keep_every_bit(spark: Any, tmp_path: Path) -> None:
+    """A nullable int64 id (2**53 + 1 beside a null) is the same integer in the Spark results,
+    in the batches the job adds up, and in what compare reads back: never a float."""
+    ids = [2**53 + 1, 2**53, None]
+    source = pa.table({"id": pa.array(ids, pa.int64()), "output": ["1", "2", "3"]})
+    pq.write_table(source.append_column("expected", pa.array(["1", "2", "3"])), tmp_path / "t.pq")
+    config = JobConfig(str(tmp_path / "t.pq"), results_dir=str(tmp_path / "out"), track=False)
+    outcome = run_spark_job(replace(config, plots=False), spark)
+    read = load_results(str(outcome.results_path)).frame["id"]
+    assert [None if pd.isna(v) else v for v in read] == ids and read.dtype == "Int64"
+
+
 def test_spark_job_honours_no_plots(spark: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
     config = JobConfig(results_dir=str(out), track=False, plots=False)
