@@ -84,8 +84,8 @@ def max_input_bytes() -> int:
 
 
 def max_row_bytes() -> int:
-    """The longest CSV row read whole (``NUMDIFF_MAX_ROW_BYTES``): such a row takes about 11
-    times its bytes of memory (benchmarks/bench_long_row.py), so 32 MiB costs about 350 MiB."""
+    """The longest CSV row read whole (``NUMDIFF_MAX_ROW_BYTES``): such a row takes about 10
+    times its bytes of memory (benchmarks/bench_long_row.py: 32 MiB, 278 MiB)."""
     return int(setting("NUMDIFF_MAX_ROW_BYTES", MAX_ROW_BYTES))
 
 

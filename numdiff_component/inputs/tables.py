@@ -355,7 +355,7 @@ def _row_limit(cap: int, row: int) -> str:
     if row == _MAX_ROW:
         return ", the most any row may hold whatever NUMDIFF_MAX_ROW_BYTES says; split the cell"
     return (
-        ", the row limit (a row read whole takes about 11 times its bytes of memory); "
+        ", the row limit (a row read whole takes about 10 times its bytes of memory); "
         "raise NUMDIFF_MAX_ROW_BYTES to read it"
     )
 

@@ -405,7 +405,7 @@ def test_csv_row_longer_than_the_limit(tmp_path: Path, monkeypatch: pytest.Monke
 def test_a_csv_row_past_the_row_limit_is_exit_2_naming_it(
     limit: int, code: int, tracking_uri: str, tmp_path: Path
 ) -> None:
-    """A row longer than a block is read whole, at about 11 times its bytes of memory: past
+    """A row longer than a block is read whole, at about 10 times its bytes of memory: past
     NUMDIFF_MAX_ROW_BYTES (low here: a 3 MiB row against 2 MiB, from a 3 kB .csv.gz) it is one
     line and exit 2 naming the limit; under it (4 MiB) the row is scored whole."""
     data = b"id,output,expected\nr0,1,1\nlong," + b"7" * LONG + b",1\n"
