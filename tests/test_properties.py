@@ -12,9 +12,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
-from numdiff_component.job import JobConfig, run_job
+from numdiff_component.job.run import JobConfig, run_job
 from tests.conftest import READING_STRATEGIES
-from tests.test_reading_spec import PRESETS
+from tests.reading.test_reading_spec import PRESETS
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 values = st.one_of(finite, st.integers(), st.text(max_size=12), st.none(), st.booleans())
