@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,9 @@ RESULT_SCHEMA = pa.schema(
 is NaN; in files and Spark, where Arrow writes it, it is null."""
 RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
 PASS, FAIL, UNPARSEABLE = "pass", "fail", "unparseable"
+UNIT_MISMATCH, UNIT_MISSING = "unit_mismatch", "unit_missing"  # with units on (SPEC §2.2)
+LABELS = (FAIL, PASS, UNPARSEABLE, UNIT_MISMATCH, UNIT_MISSING)
+"""Every label, in the order of the label codes of `_score_columns` (0, 1, 2; 3, 4 with units)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class ScoreResult:
     output_value: float | None
     expected_value: float | None
     abs_error: float
+    # With units on (SPEC §2.2): each side's unit, and the output in the expected side's unit.
+    output_unit: str | None = field(default=None, repr=False)
+    expected_unit: str | None = field(default=None, repr=False)
+    output_converted: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.score <= 1.0:  # also refuses NaN
@@ -71,6 +78,10 @@ def score(
     'unparseable'
     """
     opts = Options.of(options, **overrides)
+    if opts.units != "none":
+        from numdiff_component.unit_scoring import score_one
+
+        return ScoreResult(**score_one(output, expected, opts))
     a, b = parse_number(output, opts), parse_number(expected, opts)
     if a is None or b is None:
         return ScoreResult(0.0, False, UNPARSEABLE, a, b, math.nan)
@@ -79,13 +90,10 @@ def score(
     return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
 
 
-_LABELS = (FAIL, PASS, UNPARSEABLE)  # label codes 0, 1, 2
-
-
 def _score_columns(
     a: np.ndarray, b: np.ndarray, options: Options
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The numeric result columns, and the label of each row as a code into `_LABELS`.
+    """The numeric result columns, and the label of each row as a code into `LABELS`.
 
     ``a`` and ``b`` are `parse_column`'s: each value finite, or NaN for no number.
     """
@@ -107,6 +115,14 @@ def _score_columns(
     return {**numbers, "passed": passed}, codes
 
 
+def same_length(a: np.ndarray, b: np.ndarray) -> None:
+    """`InputError` unless the two columns pair up row by row."""
+    if len(a) != len(b):
+        raise InputError(
+            f"{len(a)} outputs but {len(b)} expected values; they must pair up row by row"
+        )
+
+
 def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any]:
     """Read two columns (`parse_column`) and score them row by row: the result columns.
 
@@ -120,14 +136,15 @@ def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any
     >>> r["score"].tolist(), list(r["label"])
     ([0.75, 0.0], ['fail', 'unparseable'])
     """
+    if options.units != "none":
+        from numdiff_component.unit_scoring import score_quantities
+
+        return score_quantities(output, expected, options)
     a = parse_column(output, options)
     b = parse_column(expected, options)
-    if len(a) != len(b):
-        raise InputError(
-            f"{len(a)} outputs but {len(b)} expected values; they must pair up row by row"
-        )
+    same_length(a, b)
     columns, codes = _score_columns(a, b, options)
-    labels = pc.take(pa.array(_LABELS), pa.array(codes)).to_pandas()
+    labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas()
     return {**columns, "label": labels.array}
 
 
