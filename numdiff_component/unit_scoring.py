@@ -1,12 +1,14 @@
-"""Scoring quantities (SPEC §2.2): each output converted to its expected value's unit.
+"""Quantities made comparable (SPEC §2.2): each output converted to its expected value's unit.
 
-The column path and the one-value path are the same code (one value is a column of one): pint
-converts arrays and scalars through different float operations (20 °C in °F is 68.0 in an
-array, 67.99999999999993 alone). Each distinct pair of units in a column is looked at once.
+`compared` converts the outputs of two columns of quantities; `scoring` scores them. One
+value is read as a column of one: pint converts arrays and scalars through different float
+operations (20 °C in °F is 68.0 in an array, 67.99999999999993 alone). Each distinct pair of
+units in a column is looked at once.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,16 +17,12 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.grammar import CURRENCY
-from numdiff_component.reading.quantities import Units, parse_quantities, parse_quantity
+from numdiff_component.reading.quantities import Units, parse_quantity
 from numdiff_component.reading.units import parsed, registry
-from numdiff_component.scoring import (
-    LABELS,
-    UNIT_MISMATCH,
-    UNIT_MISSING,
-    _score_columns,
-    same_length,
-)
 
+UNIT_MISMATCH, UNIT_MISSING = "unit_mismatch", "unit_missing"
+UNIT_LABELS = (UNIT_MISMATCH, UNIT_MISSING)
+"""The labels of rows whose units do not compare; a row's status is 1 + the index here."""
 UNIT_SCHEMA = pa.schema(
     [
         ("output_unit", pa.string()),
@@ -32,13 +30,26 @@ UNIT_SCHEMA = pa.schema(
         ("output_converted", pa.float64()),
     ]
 )
-"""The result columns added with ``units`` on, after the others (SPEC §2.2)."""
-UNIT_COLUMNS = tuple(UNIT_SCHEMA.names)
-_COMPARED, _MISMATCH, _MISSING = -1, LABELS.index(UNIT_MISMATCH), LABELS.index(UNIT_MISSING)
+"""The result columns added after the others with ``units`` on (SPEC §2.2)."""
+_COMPARED, _MISMATCH, _MISSING = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Two columns of quantities: numbers as written (NaN: none), the output's number in the
+    expected side's unit, each row's status (0 compared, else 1 + its index in `UNIT_LABELS`)
+    and each side's unit names (null: none)."""
+
+    output: np.ndarray
+    expected: np.ndarray
+    converted: np.ndarray
+    status: np.ndarray
+    output_unit: pa.Array
+    expected_unit: pa.Array
 
 
 def _pair(u: str | None, v: str | None, strict: bool) -> int:
-    """How a row with units ``u`` and ``v`` is scored: compared, or its label's code."""
+    """How a row with units ``u`` and ``v`` compares: its status."""
     if u is None or v is None:
         return _MISSING if strict and (u, v) != (None, None) else _COMPARED
     if u == v:
@@ -59,13 +70,12 @@ def _convert(a: np.ndarray, u: str, v: str) -> np.ndarray | None:
     return np.asarray(out, dtype=float)
 
 
-def converted(
+def _converted(
     a: np.ndarray, b: np.ndarray, units_a: Units, units_b: Units, strict: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The output numbers in the expected side's unit, and each row's status: -1 compared, or
-    the code of ``unit_mismatch``/``unit_missing`` in `LABELS`."""
+    """The output numbers in the expected side's unit, and each row's status."""
     (ca, names_a), (cb, names_b) = units_a, units_b
-    out, status = a.copy(), np.full(len(a), _COMPARED, np.int8)
+    out, status = a.copy(), np.zeros(len(a), np.int8)
     both = ~np.isnan(a) & ~np.isnan(b)
     keys = (ca.astype(np.int64) + 1) * (len(names_b) + 1) + cb + 1  # 0: no unit
     for key in np.unique(keys[both]):
@@ -84,56 +94,23 @@ def converted(
     return out, status
 
 
-def _score(
-    a: np.ndarray, b: np.ndarray, units_a: Units, units_b: Units, options: Options
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """`_score_columns` of the converted output, and the rows whose units do not compare."""
-    conv, status = converted(a, b, units_a, units_b, options.units == "strict")
-    columns, codes = _score_columns(conv, b, options)
-    off = status != _COMPARED
-    columns["score"][off] = 0.0
-    columns["passed"][off] = False
-    columns["abs_error"][off] = np.nan
-    codes[off] = status[off]
-    columns["output_value"] = a
-    return columns, codes, conv
-
-
 def _names(units: Units) -> pa.Array:
     codes, names = units
     return pc.take(pa.array([*names, None], pa.string()), pa.array(codes % (len(names) + 1)))
 
 
-def score_quantities(output: Any, expected: Any, options: Options) -> dict[str, Any]:
-    """`score_columns` with ``units`` on: its columns, then `UNIT_COLUMNS`."""
-    a, units_a = parse_quantities(output, options)
-    b, units_b = parse_quantities(expected, options)
-    same_length(a, b)
-    columns, codes, conv = _score(a, b, units_a, units_b, options)
-    labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas().array
-    units = {
-        "output_unit": _names(units_a).to_pandas().array,
-        "expected_unit": _names(units_b).to_pandas().array,
-        "output_converted": conv,
-    }
-    return {**columns, "label": labels, **units}
+def compared(
+    a: np.ndarray, b: np.ndarray, units_a: Units, units_b: Units, options: Options
+) -> Compared:
+    """Two columns of quantities (`parse_quantities`, equal lengths), the outputs converted."""
+    converted, status = _converted(a, b, units_a, units_b, options.units == "strict")
+    return Compared(a, b, converted, status, _names(units_a), _names(units_b))
 
 
-def score_one(output: Any, expected: Any, options: Options) -> dict[str, Any]:
-    """One row scored as a column of one (the same float operations as a column)."""
+def compared_one(output: Any, expected: Any, options: Options) -> Compared:
+    """One pair (`parse_quantity`), as a column of one."""
     (a, u), (b, v) = parse_quantity(output, options), parse_quantity(expected, options)
     units_a = (np.array([0 if u else -1], np.int32), [u] if u else [])
     units_b = (np.array([0 if v else -1], np.int32), [v] if v else [])
     numbers = np.array([[np.nan if x is None else x] for x in (a, b)])
-    columns, codes, conv = _score(numbers[0], numbers[1], units_a, units_b, options)
-    row = {name: column[0].item() for name, column in columns.items()}
-    converted_value = conv[0].item()
-    return {
-        **row,
-        "label": LABELS[int(codes[0])],
-        "output_value": a,
-        "expected_value": b,
-        "output_unit": u,
-        "expected_unit": v,
-        "output_converted": None if np.isnan(converted_value) else converted_value,
-    }
+    return compared(numbers[0], numbers[1], units_a, units_b, options)

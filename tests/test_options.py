@@ -24,10 +24,10 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "preset": (
         str,
         "none",
-        ("none", "answers", "prose", "prices"),
+        ("none", "answers", "prose", "prices", "measurements"),
         -math.inf,
         math.inf,
-        "one of 'none', 'answers', 'prose', 'prices'",
+        "one of 'none', 'answers', 'prose', 'prices', 'measurements'",
     ),
     "threshold": (float, 0.99, (), 0.0, 1.0, "a number between 0 and 1"),
     "floor": (float, 1.0, (), 0.0, math.inf, "a number >= 0"),
@@ -50,6 +50,14 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "ranges": (str, "none", ("none", "mid"), -math.inf, math.inf, "one of 'none', 'mid'"),
     "negative": (str, "sign", ("sign", "parens"), -math.inf, math.inf, "one of 'sign', 'parens'"),
     "prices": (bool, False, (), -math.inf, math.inf, "True or False"),
+    "units": (
+        str,
+        "none",
+        ("none", "lenient", "strict"),
+        -math.inf,
+        math.inf,
+        "one of 'none', 'lenient', 'strict'",
+    ),
 }
 
 # SPEC §2.1, as written there.
@@ -74,6 +82,16 @@ SPEC_PRESETS: dict[str, dict[str, Any]] = {
         "ranges": "mid",
     },
     "prices": {"thousands": "any", "digits": "any", "prices": True},
+    "measurements": {
+        "thousands": "any",
+        "scale": "words",
+        "fractions": "all",
+        "words": "en",
+        "digits": "any",
+        "scientific": True,
+        "ranges": "mid",
+        "units": "lenient",
+    },
 }
 
 
