@@ -17,10 +17,7 @@ from numdiff_component.reading.grammar import CURRENCY, SIGNS
 
 ALIASES = {
     "fl oz": "fluid_ounce",
-    "sq ft": "square_foot",
-    "sq m": "square_meter",
-    "cc": "cubic_centimeter",
-    "°": "degree",
+    "kmh": "kilometer_per_hour",
     "deg C": "degree_Celsius",
     "degree Celsius": "degree_Celsius",
     "degrees Celsius": "degree_Celsius",
@@ -31,7 +28,8 @@ ALIASES = {
     "℉": "degree_Fahrenheit",
     "mm Hg": "millimeter_Hg",
 }
-"""What pint's registry lacks or misreads in model text, as a name pint knows."""
+"""What pint's registry lacks or misreads in model text, as a name pint knows (pint itself reads
+``sq ft``, ``cc`` and ``°``)."""
 STOP = frozenset({"a", "am", "are", "as", "at", "in", "k", "me", "pi", "pm", "point", "points"})
 """English words that pint would read as a unit (annum, inch, Boltzmann's constant, ...)."""
 MAX_UNIT = 32
