@@ -182,8 +182,8 @@ def test_options_of_unknown_keyword_lists_the_options() -> None:
         Options.of(None, treshold=0.5, cutoff=1)
     assert str(error.value) == (
         "unknown option 'cutoff'; options are preset, threshold, floor, decimal_comma, pick, "
-        "percent, scale, thousands, fractions, words, digits, scientific, ranges, negative, prices, "
-        "units"
+        "percent, scale, thousands, fractions, words, digits, scientific, ranges, negative, "
+        "prices, units"
     )
 
 
