@@ -98,6 +98,31 @@ def _numbers(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
     }
 
 
+MEASURES = [
+    "{f} {u}",
+    "{s} {u}",
+    "{g} {u}.",
+    "{i}{u}",
+    "about {f} {u}",
+    "The distance is {f} {u}.",
+    "It is roughly {e} {u} away.",
+    "{i} {u} in total",
+]
+UNITS = ["km", "m", "kg", "g", "mg", "°C", "degF", "mph", "km/h", "m/s^2", "kWh", "MiB", "hours"]
+
+
+def measurements_column(rng: np.random.Generator, n: int) -> list[str]:
+    """Quantities (SPEC §1.3): numbers of the prose table's shapes with a unit, bare or in a
+    sentence."""
+    nums = _numbers(rng, n)
+    picks = rng.integers(0, len(MEASURES), n).tolist()
+    units = rng.integers(0, len(UNITS), n).tolist()
+    return [
+        MEASURES[k].format(u=UNITS[units[row]], **{key: nums[key][row] for key in "fgeis"})
+        for row, k in enumerate(picks)
+    ]
+
+
 def clean_column(rng: np.random.Generator, n: int) -> list[str]:
     values = 10.0 ** rng.uniform(-3, 6, n) * rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
     shapes = rng.integers(0, 4, n)
@@ -118,7 +143,7 @@ def frame(kind: str, n: int, seed: int) -> pd.DataFrame:
     if kind == "cot":  # model outputs against a dataset's clean answers
         expected = [str(v) for v in rng.integers(0, 100_000, n).tolist()]
         return pd.DataFrame({"output": cot_column(rng, n), "expected": expected})
-    make = {"clean": clean_column, "prose": prose_column}[kind]
+    make = {"clean": clean_column, "prose": prose_column, "measurements": measurements_column}[kind]
     return pd.DataFrame({"output": make(rng, n), "expected": make(rng, n)})
 
 

@@ -1,12 +1,14 @@
 """SPEC §1.3 for a whole column: each row's number (`parse_column`) and its unit.
 
-A row that is one quantity and nothing else (an optional sign and currency symbol, a decimal
-token, then no digit: `_SIMPLE`), and that `route` leaves to the tiers, has its token at its
-first digit and ending at its last one, whatever the options: nothing else in it can start or
-extend a token (the tiers read it with §1.2's readings off, which read such rows the same). Its
-unit is read from the text after the token, once per distinct such text (a column of
-measurements holds few: "km", " kg."). The other rows with a number are read by the one-value
-reader, once per distinct text. Differential tests prove the two equal.
+A row that `route` leaves to the tiers and that holds one quantity (`_simple_regex`: text with
+no digit, ``\\``, brace, nor a decimal mark right before the token; a currency symbol and a
+sign; a decimal token; then text with no digit) has its token at its first digit and ending at
+its last one, whatever the options: nothing else in it can start or extend a token (the tiers
+read it with §1.2's readings off, and they read such a row as the one-value reader does). Its
+unit is read from the text after the token with the one-value reader's rule, once per distinct
+such text (a column of measurements holds few: " km", " kg in total"). The other rows with a
+number are read by the one-value reader, once per distinct text. Differential tests prove the
+two paths equal.
 """
 
 from __future__ import annotations
@@ -18,35 +20,56 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _mask
+from numdiff_component.reading.buffers import _bytes, _mask, _may_hold
 from numdiff_component.reading.column import _as_arrow, parse_column, route
 from numdiff_component.reading.grammar import CURRENCY, separators
-from numdiff_component.reading.marks import percent_after, scale_after
+from numdiff_component.reading.marks import ANY_MARKER, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
+from numdiff_component.reading.signs import _signed_values
+from numdiff_component.reading.tiers import _from_first_digit, _to_float
 from numdiff_component.reading.units import unit_in, unit_name, unit_run
 
 Units = tuple[np.ndarray, list[str]]
 """Each row's unit as a code into a table of unit names (-1: no unit)."""
 
 
-def _simple_regex(decimal_comma: bool) -> str:
-    """A whole row that is one quantity: groups ``cur`` (a currency symbol before the token)
-    and ``rest`` (the text after the token, holding no digit of any kind)."""
+def _tail_regex(decimal_comma: bool, first: bool) -> str:
+    """From the first ASCII digit of a row, a whole decimal token ``tok``, then ``rest``: text
+    with no ASCII digit (with ``first``, ``pick="first"``: but an exponent's after ``^``, which
+    no reading joins to the token). Other digits make a row routed (`route`) where they read."""
     group, point = (f"\\{c}" for c in separators(decimal_comma))
     token = rf"(?:[0-9]{{1,3}}(?:{group}[0-9]{{3}})+|[0-9]+)(?:{point}[0-9]*)?"
-    sign = "[+\\-\u2212]?"  # SIGNS, its "-" escaped
-    return (
-        rf"(?s)^[ \t]*{sign}(?P<cur>[{CURRENCY}]?){sign}{token}"
-        rf"(?:[eE]{sign}[0-9]+)?(?P<rest>[^\p{{N}}]*)$"
-    )
+    power = r"|\^-?[0-9]+" if first else ""
+    exponent = rf"[eE][{_SIGNS}]?[0-9]+"
+    return rf"(?s)^(?P<tok>{token}(?:{exponent})?)(?P<rest>(?:[^0-9]{power})*)$"
 
 
-def unit_of_rest(rest: str, opts: Options) -> str | None:
-    """The unit text after a token, given the text right after it (`quantity_text`'s rule)."""
-    end = scale_after(rest, 0)[1] if opts.scale == "words" else 0
-    if opts.percent == "fraction" and (percent := percent_after(rest, end)) is not None:
-        end = percent
-    return unit_in(unit_run(rest, end))
+# Before the first digit: a backslash or a brace (a \frac, LaTeX's {,}), or a mark right before it.
+_BAD_HEAD = r"^[^0-9\\{}]*(?:[\\{}]|[.,][0-9])"
+_SIGNS = "+\\-\u2212"  # SIGNS, its "-" escaped
+_CURRENCY_HEAD = rf"^[^0-9]*(?P<cur>[{CURRENCY}])[{_SIGNS}]?[0-9]"
+
+
+def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """The rows that hold one quantity (see above); for every row, ``tok`` and ``rest`` (null
+    where the pattern does not match) and the bytes before the first digit."""
+    tail, cut = _from_first_digit(array)
+    parts = pc.extract_regex(tail, _tail_regex(opts.decimal_comma, opts.pick == "first"))
+    simple = _mask(parts.is_valid()) & ~route(array, opts)
+    if opts.pick == "answer" and simple.any():  # a marker after the token: its span is read
+        simple &= ~_mask(pc.match_substring_regex(parts.field("rest"), ANY_MARKER))
+    if simple.any():
+        simple[simple] = ~_mask(pc.match_substring_regex(array.filter(simple), _BAD_HEAD))
+    return simple, parts, cut
+
+
+def after_token(rest: str, opts: Options) -> tuple[float, bool, str | None]:
+    """What follows a token, given the text right after it: the scale word's factor, whether a
+    percent is read, and the unit text (`value_end` and `quantity_text`'s rules)."""
+    factor, end = scale_after(rest, 0) if opts.scale == "words" else (1.0, 0)
+    percent = percent_after(rest, end) if opts.percent == "fraction" else None
+    end = end if percent is None else percent
+    return factor, percent is not None, unit_in(unit_run(rest, end))
 
 
 def _names(units: list[str | None]) -> Units:
@@ -60,45 +83,81 @@ def _names(units: list[str | None]) -> Units:
     return codes, list(names)
 
 
-def _distinct(strings: pa.Array, read: Any) -> tuple[np.ndarray, list[str | None]]:
+def _distinct(strings: pa.Array, read: Any) -> tuple[np.ndarray, list[Any]]:
     """``read`` of each distinct string (no nulls): the row's index into the list of results."""
     encoded = pc.dictionary_encode(strings)
     return np.asarray(encoded.indices), [read(s) for s in encoded.dictionary.to_pylist()]
 
 
+def _currencies(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """The rows with a currency symbol before their first digit (or before a sign there)."""
+    if not _may_hold(array, "".join(CURRENCY).encode()):
+        return np.zeros(len(array), bool), pa.array([], pa.string())
+    parts = pc.extract_regex(array, _CURRENCY_HEAD)
+    found = _mask(parts.is_valid())
+    return found, parts.filter(found).field("cur")
+
+
+def _read_simple(
+    array: pa.Array, simple: np.ndarray, parts: pa.Array, cut: np.ndarray, opts: Options
+) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """The numbers of the simple rows and their units (codes into a list of unit texts).
+
+    The number as the tiers read it: the token (`_to_float`), times the scale word, over 100
+    for a percent, with the sign before it (`_signed_values`); what follows the token is read
+    once per distinct text (`after_token`)."""
+    some = parts.filter(simple)
+    index, reads = _distinct(some.field("rest"), lambda rest: after_token(rest, opts))
+    factor, percent, units = (list(column) for column in zip(*reads, strict=True))
+    tok = some.field("tok")
+    group = separators(opts.decimal_comma)[0]
+    values = _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, group)))
+    if opts.scale == "words":
+        values *= np.array(factor)[index]
+    values[np.array(percent, bool)[index]] /= 100
+    starts, _, data = _bytes(array)
+    values = _signed_values((starts[simple], starts[simple] + cut[simple], data), values)
+    values[~np.isfinite(values)] = np.nan
+    codes = index + len(CURRENCY)  # a currency symbol is the unit where no unit follows
+    currency, symbols = _currencies(array)
+    symbol = np.full(len(array), -1, np.int64)
+    symbol[currency] = np.asarray(pc.index_in(symbols, pa.array(list(CURRENCY))))
+    symbol = symbol[simple]
+    bare = (symbol >= 0) & np.array([unit is None for unit in units], bool)[index]
+    codes[bare] = symbol[bare]
+    return values, codes, [*CURRENCY, *units]
+
+
 def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
-    """`parse_column`'s numbers and each row's unit (SPEC §1.3); equal, row for row, to
+    """Each row's number (`parse_column`) and unit (SPEC §1.3); equal, row for row, to
     `quantity_text`. Rows with no number have no unit."""
-    numbers = parse_column(values, options)
-    codes = np.full(len(numbers), -1, np.int32)
     array = _as_arrow(values)
-    if array is None:  # Python objects of mixed types: one by one
-        items = values.tolist() if hasattr(values, "tolist") else list(values)
+    if array is None or not (
+        pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+    ):
+        numbers = parse_column(values, options)
+        if array is not None:  # numbers, booleans, nulls: no unit
+            return numbers, (np.full(len(numbers), -1, np.int32), [])
+        items = values.tolist() if hasattr(values, "tolist") else list(values)  # mixed objects
         texts = [quantity_text(v, options)[1] if isinstance(v, str) else None for v in items]
         return numbers, _names(texts)
-    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-        return numbers, (codes, [])  # numbers, booleans, nulls: no unit
-    found = np.isfinite(numbers)
-    parts = pc.extract_regex(array, _simple_regex(options.decimal_comma))
-    simple = found & _mask(parts.is_valid()) & ~route(array, options)
+    simple, parts, cut = _simple(array, options)
+    numbers = np.full(len(array), np.nan)
+    codes = np.full(len(array), -1, np.int64)
     table: list[str | None] = []
     if simple.any():
-        some = parts.filter(simple)
-        index, units = _distinct(some.field("rest"), lambda rest: unit_of_rest(rest, options))
-        cur = np.asarray(pc.utf8_length(some.field("cur")), dtype=bool)
-        none = np.array([u is None for u in units], bool)[index] if units else cur
-        table += units + list(CURRENCY)
-        symbols = pc.index_in(some.field("cur"), pa.array(list(CURRENCY))).fill_null(0)
-        index = np.where(none & cur, len(units) + np.asarray(symbols), index)
-        codes[simple] = index
-    rest = found & ~simple
-    if rest.any():
-        index, units = _distinct(array.filter(rest), lambda s: quantity_text(s, options)[1])
-        codes[rest] = index + len(table)
-        table += units
+        numbers[simple], codes[simple], table = _read_simple(array, simple, parts, cut, options)
+    other = ~simple & _mask(array.is_valid())
+    if other.any():
+        strings = array if other.all() else array.filter(other)
+        numbers[other] = parse_column(strings, options)
+        found = other & np.isfinite(numbers)
+        units = lambda s: quantity_text(s, options)[1]  # noqa: E731
+        index, texts = _distinct(array.filter(found), units)
+        codes[found] = index + len(table)
+        table += texts
     unit_codes, names = _names(table)
-    mapped = np.append(unit_codes, -1)[codes]  # -1 stays -1 (the appended slot)
-    return numbers, (mapped, names)
+    return numbers, (np.append(unit_codes, -1)[codes], names)  # -1 stays -1 (the last slot)
 
 
 def parse_quantity(value: Any, options: Options) -> tuple[float | None, str | None]:
