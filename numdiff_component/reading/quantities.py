@@ -20,7 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _bytes, _mask, _may_hold
+from numdiff_component.reading.buffers import (
+    Spans,
+    _byte_lengths,
+    _bytes,
+    _last_byte,
+    _mask,
+    _may_hold,
+    _spans_holding,
+    _strings,
+)
 from numdiff_component.reading.column import _as_arrow, parse_column, route
 from numdiff_component.reading.grammar import CURRENCY, separators
 from numdiff_component.reading.marks import ANY_MARKER, percent_after, scale_after
@@ -33,34 +42,50 @@ Units = tuple[np.ndarray, list[str]]
 """Each row's unit as a code into a table of unit names (-1: no unit)."""
 
 
-def _tail_regex(decimal_comma: bool, first: bool) -> str:
-    """From the first ASCII digit of a row, a whole decimal token ``tok``, then ``rest``: text
-    with no ASCII digit (with ``first``, ``pick="first"``: but an exponent's after ``^``, which
-    no reading joins to the token). Other digits make a row routed (`route`) where they read."""
+def _token_regex(decimal_comma: bool) -> str:
+    """A decimal token at the start of a text (its longest form: the tiers' token)."""
     group, point = (f"\\{c}" for c in separators(decimal_comma))
     token = rf"(?:[0-9]{{1,3}}(?:{group}[0-9]{{3}})+|[0-9]+)(?:{point}[0-9]*)?"
+    return rf"^(?P<tok>{token}(?:[eE][{_SIGNS}]?[0-9]+)?)"
+
+
+def _tail_regex(decimal_comma: bool, first: bool) -> str:
+    """From the first ASCII digit of a row, a whole decimal token, then text with no ASCII
+    digit (with ``first``, ``pick="first"``: but an exponent's after ``^``, which no reading
+    joins to the token). Other digits make a row routed (`route`) where they read."""
     power = r"|\^-?[0-9]+" if first else ""
-    exponent = rf"[eE][{_SIGNS}]?[0-9]+"
-    return rf"(?s)^(?P<tok>{token}(?:{exponent})?)(?P<rest>(?:[^0-9]{power})*)$"
+    return rf"(?s){_token_regex(decimal_comma)}(?:[^0-9]{power})*$"
 
 
-# Before the first digit: a backslash or a brace (a \frac, LaTeX's {,}), or a mark right before it.
-_BAD_HEAD = r"^[^0-9\\{}]*(?:[\\{}]|[.,][0-9])"
 _SIGNS = "+\\-\u2212"  # SIGNS, its "-" escaped
 _CURRENCY_HEAD = rf"^[^0-9]*(?P<cur>[{CURRENCY}])[{_SIGNS}]?[0-9]"
 
 
-def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """The rows that hold one quantity (see above); for every row, ``tok`` and ``rest`` (null
-    where the pattern does not match) and the bytes before the first digit."""
+def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Array, Spans]:
+    """The rows that hold one quantity (see above); their tokens and the text after them, and
+    every row's text before its first digit."""
     tail, cut = _from_first_digit(array)
-    parts = pc.extract_regex(tail, _tail_regex(opts.decimal_comma, opts.pick == "first"))
-    simple = _mask(parts.is_valid()) & ~route(array, opts)
-    if opts.pick == "answer" and simple.any():  # a marker after the token: its span is read
-        simple &= ~_mask(pc.match_substring_regex(parts.field("rest"), ANY_MARKER))
-    if simple.any():
-        simple[simple] = ~_mask(pc.match_substring_regex(array.filter(simple), _BAD_HEAD))
-    return simple, parts, cut
+    pattern = _tail_regex(opts.decimal_comma, opts.pick == "first")
+    simple = _mask(pc.match_substring_regex(tail, pattern)) & ~route(array, opts)
+    # Before the first digit: a backslash or a brace (\frac, LaTeX's {,}), or a mark right
+    # before it (".5"), read on the bytes of the text before it.
+    starts, ends, data = _bytes(array)
+    head = (starts, starts + cut, data)
+    simple &= ~np.isin(_last_byte(head), list(b".,"))
+    for byte in b"\\{}":
+        if simple.any() and _may_hold(array, bytes([byte])):
+            simple &= ~_spans_holding(head, byte)
+    tok = pc.struct_field(
+        pc.extract_regex(tail.filter(simple), _token_regex(opts.decimal_comma)), "tok"
+    )
+    after = starts[simple] + cut[simple] + _byte_lengths(tok)
+    rest = _strings(data, after, ends[simple])
+    if opts.pick == "answer" and len(rest):  # a marker after the token: its span is read
+        marked = _mask(pc.match_substring_regex(rest, ANY_MARKER))
+        if marked.any():
+            simple[np.flatnonzero(simple)[marked]] = False
+            tok, rest = tok.filter(~marked), rest.filter(~marked)
+    return simple, tok, rest, head
 
 
 def after_token(rest: str, opts: Options) -> tuple[float, bool, str | None]:
@@ -89,42 +114,36 @@ def _distinct(strings: pa.Array, read: Any) -> tuple[np.ndarray, list[Any]]:
     return np.asarray(encoded.indices), [read(s) for s in encoded.dictionary.to_pylist()]
 
 
-def _currencies(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """The rows with a currency symbol before their first digit (or before a sign there)."""
-    if not _may_hold(array, "".join(CURRENCY).encode()):
-        return np.zeros(len(array), bool), pa.array([], pa.string())
-    parts = pc.extract_regex(array, _CURRENCY_HEAD)
-    found = _mask(parts.is_valid())
-    return found, parts.filter(found).field("cur")
+def _currencies(strings: pa.Array) -> np.ndarray:
+    """The currency symbol before each string's first digit, or before a sign there, as an index
+    into `CURRENCY` (-1: none)."""
+    symbols = pc.struct_field(pc.extract_regex(strings, _CURRENCY_HEAD), "cur")
+    return np.asarray(pc.index_in(symbols, pa.array(list(CURRENCY))).fill_null(-1))
 
 
 def _read_simple(
-    array: pa.Array, simple: np.ndarray, parts: pa.Array, cut: np.ndarray, opts: Options
+    array: pa.Array, simple: np.ndarray, tok: pa.Array, rest: pa.Array, head: Spans, opts: Options
 ) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """The numbers of the simple rows and their units (codes into a list of unit texts).
 
     The number as the tiers read it: the token (`_to_float`), times the scale word, over 100
     for a percent, with the sign before it (`_signed_values`); what follows the token is read
     once per distinct text (`after_token`)."""
-    some = parts.filter(simple)
-    index, reads = _distinct(some.field("rest"), lambda rest: after_token(rest, opts))
+    index, reads = _distinct(rest, lambda text: after_token(text, opts))
     factor, percent, units = (list(column) for column in zip(*reads, strict=True))
-    tok = some.field("tok")
     group = separators(opts.decimal_comma)[0]
     values = _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, group)))
     if opts.scale == "words":
         values *= np.array(factor)[index]
     values[np.array(percent, bool)[index]] /= 100
-    starts, _, data = _bytes(array)
-    values = _signed_values((starts[simple], starts[simple] + cut[simple], data), values)
+    starts, ends, data = head
+    values = _signed_values((starts[simple], ends[simple], data), values)
     values[~np.isfinite(values)] = np.nan
     codes = index + len(CURRENCY)  # a currency symbol is the unit where no unit follows
-    currency, symbols = _currencies(array)
-    symbol = np.full(len(array), -1, np.int64)
-    symbol[currency] = np.asarray(pc.index_in(symbols, pa.array(list(CURRENCY))))
-    symbol = symbol[simple]
-    bare = (symbol >= 0) & np.array([unit is None for unit in units], bool)[index]
-    codes[bare] = symbol[bare]
+    bare = np.array([unit is None for unit in units], bool)[index]
+    if bare.any() and _may_hold(array, "".join(CURRENCY).encode()):
+        symbol = _currencies(array.filter(simple).filter(bare))
+        codes[np.flatnonzero(bare)[symbol >= 0]] = symbol[symbol >= 0]
     return values, codes, [*CURRENCY, *units]
 
 
@@ -141,12 +160,14 @@ def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
         items = values.tolist() if hasattr(values, "tolist") else list(values)  # mixed objects
         texts = [quantity_text(v, options)[1] if isinstance(v, str) else None for v in items]
         return numbers, _names(texts)
-    simple, parts, cut = _simple(array, options)
+    simple, tok, rest, head = _simple(array, options)
     numbers = np.full(len(array), np.nan)
     codes = np.full(len(array), -1, np.int64)
     table: list[str | None] = []
     if simple.any():
-        numbers[simple], codes[simple], table = _read_simple(array, simple, parts, cut, options)
+        numbers[simple], codes[simple], table = _read_simple(
+            array, simple, tok, rest, head, options
+        )
     other = ~simple & _mask(array.is_valid())
     if other.any():
         strings = array if other.all() else array.filter(other)
