@@ -13,9 +13,12 @@ simple number pattern, plus the cast and the arithmetic; (c) a Python loop calli
 autoevals is not installed; (d) like (b) but extracting the LAST simple number (greedy ``(?s).*``
 before the pattern), on the prose and the chain-of-thought tables, beside the readings of SPEC
 §1.1, each alone and all together; (e) the option sets of SPEC §2.1's presets "answers" (on the
-chain-of-thought table, against (d)) and "prose" (on the prose table, against (b)). Best of R runs,
-in wall time, or with ``--clock cpu`` in this process's CPU time (steadier on a shared machine:
-time spent waiting for a core is not counted, for the floors and the reader alike).
+chain-of-thought table, against (d)) and "prose" (on the prose table, against (b)); (f) a table
+of quantities (SPEC §1.3: numbers of the prose table's shapes with a unit, bare or in a
+sentence) with the preset "measurements" (units read and converted), against (b) on that table.
+Best of R runs, in wall time, or with ``--clock cpu`` in this process's CPU time (steadier on a
+shared machine: time spent waiting for a core is not counted, for the floors and the reader
+alike).
 """
 
 from __future__ import annotations
@@ -182,6 +185,7 @@ def last_floor(df: pd.DataFrame) -> np.ndarray:
 
 
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"
+MEASURES_FLOOR = "floor (b): extract_regex + cast + arithmetic, measurements"
 READINGS: dict[str, dict[str, object]] = {  # SPEC §1.1, each alone and all together
     "defaults": {},
     "pick=answer": {"pick": "answer"},
@@ -257,6 +261,12 @@ def main() -> None:
             runs[f"score_frame, {table}, {label}"] = (run, n)
     runs["score_frame, cot, preset answers"] = (lambda: score_frame(cot, preset="answers"), n)
     runs["score_frame, prose, preset prose"] = (lambda: score_frame(prose, preset="prose"), n)
+    measures = frame("measurements", n, seed=4)
+    runs["score_frame, measurements, preset measurements"] = (
+        lambda: score_frame(measures, preset="measurements"),
+        n,
+    )
+    runs[MEASURES_FLOOR] = (lambda: extract_floor(measures), n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():
@@ -289,6 +299,8 @@ def main() -> None:
     checks.append(("(e) cot, preset answers / last-number floor (goal 1.0)", answers, 0.5))
     prose_preset = rate["score_frame, prose, preset prose"] / rate[PROSE_FLOOR]
     checks.append(("(e) prose, preset prose / extract+cast floor", prose_preset, 0.5))
+    units = rate["score_frame, measurements, preset measurements"] / rate[MEASURES_FLOOR]
+    checks.append(("(f) measurements, preset measurements / extract+cast floor", units, 0.3))
     print(f"\n{'ratio':<60} {'value':>6} {'target':>8}")
     for name, value, target in checks:
         verdict = "" if not target else "ok" if value >= target else "MISS"
