@@ -8,9 +8,12 @@ code reads (the alias and stop tables, the currency symbols) and from pint's reg
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,6 +25,7 @@ from numdiff_component.reading.grammar import CURRENCY
 from numdiff_component.reading.quantities import parse_quantities, parse_quantity
 from numdiff_component.reading.units import ALIASES, MAX_UNIT, STOP, unit_run
 from numdiff_component.scoring import RESULT_COLUMNS
+from tests.conftest import invoke
 
 LENIENT = Options(units="lenient")
 
@@ -243,3 +247,27 @@ def test_pint_is_imported_only_with_units_on() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("units", ["lenient", "strict"])
+def test_the_cli_scores_quantities_and_records_the_option(
+    units: str, tmp_path: Path, tracking_uri: str
+) -> None:
+    frame = pd.DataFrame([row[:2] for row in SCORED], columns=["output", "expected"])
+    frame.to_csv(tmp_path / "quantities.csv", index=False)
+    args = ["--units", units, "--no-plots", "--results-dir", str(tmp_path / "res")]
+    done = invoke("score", str(tmp_path / "quantities.csv"), *args)
+    assert done.returncode == 0, done.stderr
+    results = pd.read_parquet(tmp_path / "res" / "results.parquet")
+    assert results["label"].tolist() == score_frame(frame, units=units)["label"].tolist()
+    assert results["output_unit"].tolist()[:2] == ["kilometer", "meter"]
+    mismatch = 2 if units == "lenient" else 3
+    assert re.search(rf"mismatched +{mismatch}\b", done.stdout), done.stdout
+    run_id = re.search(r"run +([0-9a-f]{32})", done.stdout)
+    assert run_id, done.stdout
+    run = mlflow.MlflowClient(tracking_uri).get_run(run_id[1])
+    assert run.data.params["units"] == units
+    assert run.data.metrics["numeric_diff/n_unit_mismatch"] == mismatch
