@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, aggregate, parse_column, score, score_frame
+from numdiff_component.pyfunc import NumericDiffModel, signature
 from numdiff_component.reading.grammar import CURRENCY
 from numdiff_component.reading.quantities import parse_quantities, parse_quantity
 from numdiff_component.reading.units import ALIASES, MAX_UNIT, STOP, unit_run
@@ -271,3 +272,12 @@ def test_the_cli_scores_quantities_and_records_the_option(
     run = mlflow.MlflowClient(tracking_uri).get_run(run_id[1])
     assert run.data.params["units"] == units
     assert run.data.metrics["numeric_diff/n_unit_mismatch"] == mismatch
+
+
+def test_the_pyfunc_model_gives_the_unit_columns() -> None:
+    frame = pd.DataFrame({"output": ["5 km", "5 kg", "n/a"], "expected": ["5000 m", "5 km", "1"]})
+    got = NumericDiffModel(Options(units="strict")).predict(None, frame)
+    assert list(got.columns) == list(signature(Options(units="strict")).outputs.input_names())
+    assert got["label"].tolist() == ["pass", "unit_mismatch", "unparseable"]
+    assert got["output_unit"].tolist() == ["kilometer", "kilogram", None]
+    assert got["output_converted"].tolist() == [5000.0, None, None]  # JSON null, not NaN
