@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, aggregate, parse_column, score, score_frame
-from numdiff_component.pyfunc import NumericDiffModel, signature
+from numdiff_component.adapters.pyfunc import NumericDiffModel, signature
 from numdiff_component.reading.grammar import CURRENCY
 from numdiff_component.reading.quantities import parse_quantities, parse_quantity
 from numdiff_component.reading.units import ALIASES, MAX_UNIT, STOP, unit_run

@@ -32,7 +32,7 @@ from numdiff_component.reading.buffers import (
 )
 from numdiff_component.reading.column import _as_arrow, parse_column, route
 from numdiff_component.reading.grammar import CURRENCY, separators
-from numdiff_component.reading.marks import ANY_MARKER, percent_after, scale_after
+from numdiff_component.reading.marks import any_marker_regex, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
 from numdiff_component.reading.signs import _signed_values
 from numdiff_component.reading.tiers import _from_first_digit, _to_float
@@ -81,7 +81,7 @@ def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Ar
     after = starts[simple] + cut[simple] + _byte_lengths(tok)
     rest = _strings(data, after, ends[simple])
     if opts.pick == "answer" and len(rest):  # a marker after the token: its span is read
-        marked = _mask(pc.match_substring_regex(rest, ANY_MARKER))
+        marked = _mask(pc.match_substring_regex(rest, any_marker_regex(opts)))
         if marked.any():
             simple[np.flatnonzero(simple)[marked]] = False
             tok, rest = tok.filter(~marked), rest.filter(~marked)
@@ -91,7 +91,7 @@ def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Ar
 def after_token(rest: str, opts: Options) -> tuple[float, bool, str | None]:
     """What follows a token, given the text right after it: the scale word's factor, whether a
     percent is read, and the unit text (`value_end` and `quantity_text`'s rules)."""
-    factor, end = scale_after(rest, 0) if opts.scale == "words" else (1.0, 0)
+    factor, end = scale_after(rest, 0, opts) if opts.scale == "words" else (1.0, 0)
     percent = percent_after(rest, end) if opts.percent == "fraction" else None
     end = end if percent is None else percent
     return factor, percent is not None, unit_in(unit_run(rest, end))
