@@ -12,7 +12,8 @@ from numdiff_component.reading.grammar import BLANKS, CURRENCY, literal
 from numdiff_component.reading.marks import LATEX_ESCAPE, PERCENT_MARK
 
 OPEN, CLOSE = "(", ")"  # an enclosure
-_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK})?{BLANKS}{literal(CLOSE)}")
+# One way to split the blanks (linear).
+_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK}{BLANKS})?{literal(CLOSE)}")
 
 
 def enclosed(text: str, start: int, end: int) -> bool:
