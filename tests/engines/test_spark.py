@@ -277,6 +277,32 @@ def test_aggregates_equal_pandas(frames: tuple[pd.DataFrame, Any], options: dict
     assert isinstance(got["n_rows"], int) and isinstance(got["n_unparseable"], int)
 
 
+@pytest.mark.parametrize("units", ["lenient", "strict"])
+def test_quantities_equal_pandas(spark: Any, units: str) -> None:
+    """SPEC §2.2's pairs (equal quantities in other units, other dimensions, a bare side,
+    offset temperatures, compound units, currencies) through Spark: the same labels, scores,
+    units and aggregates as `score_frame`."""
+    from tests.test_units import SCORED
+
+    pdf = pd.DataFrame(
+        [(i, output, expected) for i, (output, expected, *_) in enumerate(SCORED)],
+        columns=["id", "output", "expected"],
+    )
+    sdf = spark.createDataFrame(pdf, "id long, output string, expected string")
+    want = score_frame(pdf, units=units)
+    results = score_spark(sdf, units=units)
+    got = collect(results)
+    assert list(got.columns) == list(want.columns)
+    assert_same_results(got, want)
+    got = got.sort_values("id").reset_index(drop=True)
+    for name in ("output_unit", "expected_unit"):
+        assert got[name].fillna("-").tolist() == want[name].fillna("-").tolist()
+    np.testing.assert_array_equal(got["output_converted"].to_numpy(float), want["output_converted"])
+    expected_labels = [lenient if units == "lenient" else strict for *_, lenient, strict in SCORED]
+    assert got["label"].tolist() == [label for label, _ in expected_labels]
+    assert aggregate_spark(results) == pytest.approx(aggregate(want), rel=1e-12, nan_ok=True)
+
+
 def test_aggregates_of_one_unparseable_row(spark: Any) -> None:
     sdf = spark.createDataFrame([(None, "12")], "output void, expected string")  # NullType
     got = aggregate_spark(score_spark(sdf))
