@@ -27,9 +27,7 @@ from numdiff_component.cli.options import (
     guarded,
     scoring_options,
 )
-from numdiff_component.cli.options import _given as _given  # the option values, as tests see them
 from numdiff_component.cli.output import Progress, print_outcome
-from numdiff_component.cli.output import summary_lines as summary_lines
 from numdiff_component.errors import Stopped, check_stopped, stop
 from numdiff_component.options import Options
 

@@ -65,7 +65,7 @@ class PandasEngine:
                         batch.columns, config.output_col, config.expected_col, config.id_col
                     )
                 results = score_frame(batch, config.output_col, config.expected_col, config.options)
-                arrow = _to_arrow(results)
+                arrow = to_arrow(results)
                 if tmp.schema is None:
                     metadata = {**(arrow.schema.metadata or {}), **file_metadata(config)}
                     tmp.open(arrow.schema.with_metadata(metadata))
@@ -152,7 +152,7 @@ class _ResultsFile:
         self.path.unlink(missing_ok=True)
 
 
-def _to_arrow(results: pd.DataFrame) -> pa.Table:
+def to_arrow(results: pd.DataFrame) -> pa.Table:
     """The results as an Arrow table. A column mixing JSON types (text and numbers, an integer
     beyond 2**53 beside a float) fits no Parquet type: each of its values is stored as its JSON
     text (``5``, ``"5"``, ``true``, ``9007199254740993``), null as null, nothing lost; the

@@ -1,22 +1,11 @@
-"""pyarrow's streaming CSV reader over a stream that pyarrow reads from threads of its own.
-
-pyarrow reads a Python stream ahead of the rows asked for, in a thread of its own, and lets
-go of it there. Two things can then go wrong:
-
-- a reader stopped early (an error in a row, a signal) may still be reading when the stream is
-  closed; the stream's file descriptor, given again to the next file opened, would then be read
-  by that reader, and the next file loses bytes (measured: rows missing from the CSV file read
-  right after the header's reader);
-- a pyarrow thread that lets go of a block it read (a Python buffer) or enters Python while the
-  interpreter finalizes aborts the process ("terminate called without an active exception",
-  exit 134). The ``numdiff`` command ends before finalization (`numdiff_component.cli.main`);
-  in other processes (the tests) the streams are waited for at exit, and a reader stopped early
-  is run out before it is let go, which leaves few blocks in flight.
-"""
+"""pyarrow's streaming CSV reader over a Python stream, which pyarrow reads ahead in threads of
+its own: `csv_reader` makes sure that once its block ends no such thread reads the stream any
+more (its file descriptor may be given to the next file opened), and that the process waits at
+exit for the threads still holding one (a pyarrow thread that lets go of a Python buffer while
+the interpreter finalizes aborts the process; the ``numdiff`` command ends before that)."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import io
@@ -29,6 +18,8 @@ from typing import IO
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+
+from numdiff_component.process import at_exit_once
 
 
 class _CrlfWhole(io.RawIOBase):
@@ -59,7 +50,6 @@ class _CrlfWhole(io.RawIOBase):
 _read_by_arrow: weakref.WeakSet[_CrlfWhole] = weakref.WeakSet()
 
 
-@atexit.register
 def _let_go_of_streams(seconds: float = 5.0) -> None:
     if _read_by_arrow:
         gc.collect()  # a reader still held by an exception's reference cycle
@@ -77,6 +67,7 @@ def csv_reader(
 ) -> Iterator[pa_csv.CSVStreamingReader]:
     """pyarrow's streaming reader of the CSV text in ``stream``; once the block ends, whatever
     happened in it, the reader reads no more of ``stream``, which can be closed."""
+    at_exit_once(_let_go_of_streams)
     source = _CrlfWhole(stream)
     reader = pa_csv.open_csv(source, read, parse, convert)
     try:

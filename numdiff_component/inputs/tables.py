@@ -273,7 +273,7 @@ def _csv_batches(
         )
         text = pa.schema([(name, pa.string()) for name in names])
         with _open_bytes(path) as stream, csv_reader(stream, read, parse, convert) as reader:
-            for table in _regroup(reader, batch_rows, batch_bytes):
+            for table in regroup(reader, batch_rows, batch_bytes):
                 yield table.cast(text).to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block
@@ -281,7 +281,7 @@ def _csv_batches(
         raise
 
 
-def _regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
+def regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
     """The reader's rows in order, as tables of at most ``rows`` rows (``None``: no limit) that
     end once they hold ``size`` bytes or more; sliced and chunked, never copied."""
     held: list[pa.RecordBatch] = []

@@ -155,12 +155,12 @@ def _import_mlflow_aside() -> threading.Thread:
     Not before: by then the scoring's own modules are imported (two threads importing modules
     that import each other may see them half made). Waited for before the report's child is
     forked; an error is raised again by the job's own `import_mlflow`."""
-    thread = threading.Thread(target=_quietly, args=(import_mlflow,), daemon=True)
+    thread = threading.Thread(target=_ignoring_errors, args=(import_mlflow,), daemon=True)
     thread.start()
     return thread
 
 
-def _quietly(call: Callable[[], None]) -> None:
+def _ignoring_errors(call: Callable[[], None]) -> None:
     with contextlib.suppress(BaseException):
         call()
 
@@ -248,7 +248,7 @@ def _run(
     report = collected.report
     # Making the report and importing MLflow take a second or more each: done side by side.
     with (
-        report.made_apart(aggregates, source, notes)
+        report.render_in_child(aggregates, source, notes)
         if report is not None and config.track
         else nullcontext()
     ):

@@ -31,7 +31,7 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 @cache
-def _environment(html: bool) -> jinja2.Environment:
+def environment(html: bool) -> jinja2.Environment:
     import jinja2  # here, not above: Spark's workers import this module and need no Jinja2
 
     env = jinja2.Environment(
@@ -48,7 +48,7 @@ def _environment(html: bool) -> jinja2.Environment:
 
 def render(template: str, **values: Any) -> str:
     """Fill ``template`` (``summary.md.j2`` or ``report.html.j2``) with ``values``."""
-    env = _environment(template.endswith(".html.j2"))
+    env = environment(template.endswith(".html.j2"))
     css = env.loader.get_source(env, "report.css")[0] if env.loader else ""
     return env.get_template(template).render(css=css, csp=CSP, **values)
 

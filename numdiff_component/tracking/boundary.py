@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -35,7 +33,8 @@ from numdiff_component.job.results import (
     table_for_ui,
     tags,
 )
-from numdiff_component.tracking.settings import _relative_store, store_lock, tracking_timeout
+from numdiff_component.process import Late, deadline, on_main_thread
+from numdiff_component.tracking.settings import relative_store, store_lock, tracking_timeout
 
 LOG_TABLE_MAX_ROWS = 100_000
 T = TypeVar("T")
@@ -65,11 +64,6 @@ def mlflow_errors(what: str) -> Iterator[None]:
         ) from exc
 
 
-class _TimedOut(BaseException):
-    """A tracking call passed its deadline. Not an `Exception`: MLflow's own ``except
-    Exception`` (retries, cleanup) must not swallow it."""
-
-
 class _NoAnswer(TrackingError):
     """The tracking store did not answer within the deadline: ask it nothing more."""
 
@@ -91,25 +85,19 @@ def within(what: str, call: Callable[..., T], *args: Any, extra: float = 0.0, **
 
     seconds = tracking_timeout() + extra
     with mlflow_errors(what):
-        if threading.current_thread() is not threading.main_thread():
+        if not on_main_thread():
             warnings.warn(_OFF_MAIN_THREAD, RuntimeWarning, stacklevel=2)
             return call(*args, **kwargs)
 
-        def expired(signum: int, frame: Any) -> None:
-            raise _TimedOut
-
-        previous = signal.signal(signal.SIGALRM, expired)
         try:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
-            return call(*args, **kwargs)
-        except _TimedOut:
+            with deadline() as arm:
+                arm(seconds)
+                return call(*args, **kwargs)
+        except Late:
             raise _NoAnswer(
                 f"could not {what} at {mlflow.get_tracking_uri()}: no answer within "
                 f"{seconds:g} s (NUMDIFF_TRACKING_TIMEOUT)"
             ) from None
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
 
 
 def import_mlflow() -> None:
@@ -185,7 +173,7 @@ def record_failure(message: str, exit_code: int) -> None:
     """Tag the run ``mlflow run`` started with why its step failed, so that a pipeline can tell
     bad input from a failed gate (``numeric_diff.gate``). Best effort: the step fails anyway."""
     run_id = os.environ.get("MLFLOW_RUN_ID")
-    if not run_id or _relative_store(os.environ.get("MLFLOW_TRACKING_URI", "")):
+    if not run_id or relative_store(os.environ.get("MLFLOW_TRACKING_URI", "")):
         return
     from mlflow import MlflowClient
     from mlflow.entities import RunTag

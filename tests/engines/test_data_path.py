@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component import Options, score_frame
-from numdiff_component.engines.pandas_engine import PandasEngine, _to_arrow
-from numdiff_component.inputs.tables import DEFAULT_BATCH_ROWS, _regroup, open_table
+from numdiff_component.engines.pandas_engine import PandasEngine, to_arrow
+from numdiff_component.inputs.tables import DEFAULT_BATCH_ROWS, open_table, regroup
 from numdiff_component.job.results import file_metadata
 from numdiff_component.job.run import JobConfig, run_job
 from tests.conftest import write_table
@@ -48,7 +48,7 @@ MIXED = pd.DataFrame(
 def plain_results(source: str, config: JobConfig) -> pa.Table:
     """The results file's table by the plain path: read whole, score whole, convert."""
     results = score_frame(open_table(source).read(), options=config.options)
-    arrow = _to_arrow(results)
+    arrow = to_arrow(results)
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **file_metadata(config)})
 
 
@@ -95,7 +95,7 @@ def _batches(sizes: list[int]) -> list[pa.RecordBatch]:
 def test_regroup_keeps_every_row_in_order_in_bounded_tables(rows: int | None, size: int) -> None:
     batches = _batches([0, 5, 1, 13, 0, 7, 2])
     reader = pa.RecordBatchReader.from_batches(batches[0].schema, batches)
-    tables = list(_regroup(reader, rows, size))
+    tables = list(regroup(reader, rows, size))
     whole = pa.Table.from_batches(batches)
     assert pa.concat_tables(tables).equals(whole)  # every row once, in order
     for table in tables:
