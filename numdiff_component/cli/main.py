@@ -129,16 +129,19 @@ def score(
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    from numdiff_component.job.run import JobConfig, run_job
+    from numdiff_component.job.config import JobConfig, Scoring
+    from numdiff_component.job.run import run_job
     from numdiff_component.tracking.settings import check_store_location
 
     check_store_location()
     config = JobConfig(
         predictions=source,
-        output_col=output_col,
-        expected_col=expected_col,
-        id_col=id_col or None,
-        options=options,
+        scoring=Scoring(
+            options=options,
+            output_col=output_col,
+            expected_col=expected_col,
+            id_col=id_col or None,
+        ),
         format=fmt,
         results_dir=results_dir,
         experiment_name=experiment_name,
@@ -156,13 +159,12 @@ def score(
     if progress is not None:
         progress.done()
     if not quiet:
-        print_outcome(outcome, options.threshold)
+        print_outcome(outcome)
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results)
-    if outcome.evaluation.gate == "failed":
-        from numdiff_component.aggregate import gate_failure
-
-        fail(gate_failure(outcome.evaluation.aggregates["pass_rate"], fail_under), EXIT_GATE)
+    gate = outcome.evaluation.gate
+    if gate is not None and not gate.passed:
+        fail(gate.message, EXIT_GATE)
 
 
 SAMPLE = "sample"
@@ -194,7 +196,7 @@ def _predictions(given: str | None) -> str | None:
                 f"{os.path.join(caller or '.', SAMPLE)!r}; write ./{SAMPLE} for the file"
             )
         return None
-    from numdiff_component.inputs.tables import local_path
+    from numdiff_component.inputs.sources import local_path
 
     if caller is not None and local_path(given) == given and not os.path.isabs(given):
         return os.path.join(caller, given)  # as MLflow reads a parameter of type path

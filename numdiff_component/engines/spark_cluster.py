@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.inputs.tables import local_path
+from numdiff_component.inputs.sources import local_path
 from numdiff_component.process import seconds_setting, temporary_folder
 
 CONNECT_PORT = 15002

@@ -44,35 +44,16 @@ from numdiff_component.errors import InputError, first_line
 from numdiff_component.inputs.csv_stream import csv_reader
 from numdiff_component.inputs.json_tables import json_batches, json_frame, mixed_columns
 from numdiff_component.inputs.sources import (
-    FORMATS,
-    MAX_COLUMNS,
     check_width,
     copy_within,
     dataset_name,
-    detect_format,
     is_remote,
-    local_path,
     locate,
     max_input_bytes,
     over_limit,
     sample_path,
 )
 from numdiff_component.job.config import DEFAULT_BATCH_ROWS
-
-__all__ = [  # what the rest of the package imports from here
-    "DEFAULT_BATCH_ROWS",
-    "FORMATS",
-    "MAX_COLUMNS",
-    "StreamBroken",
-    "Table",
-    "dataset_name",
-    "detect_format",
-    "is_remote",
-    "local_path",
-    "mixed_columns",
-    "open_table",
-    "sample_path",
-]
 
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused

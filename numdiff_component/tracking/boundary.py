@@ -18,20 +18,22 @@ import pandas as pd
 import pyarrow as pa
 
 from numdiff_component.errors import InputError, TrackingError, first_line
+from numdiff_component.job.record import (
+    Evaluation,
+    metrics,
+    new_params,
+    params,
+    table_for_ui,
+    tags,
+)
 from numdiff_component.job.results import (
     PLOTS,
     PREFIX,
     RESULTS_JSON,
     RESULTS_PARQUET,
-    Evaluation,
     RunResults,
-    metrics,
-    new_params,
-    params,
     read_local,
     recorded,
-    table_for_ui,
-    tags,
 )
 from numdiff_component.process import Late, deadline, on_main_thread
 from numdiff_component.tracking.settings import relative_store, store_lock, tracking_timeout
@@ -240,8 +242,8 @@ def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any
         frame,
         source=source,
         name=evaluation.dataset_name,
-        targets=evaluation.expected_col,
-        predictions=evaluation.output_col,
+        targets=evaluation.scoring.expected_col,
+        predictions=evaluation.scoring.output_col,
     )
 
 
@@ -296,7 +298,7 @@ def log_evaluation(
                 what,
                 client.log_table,
                 run_id,
-                data=table_for_ui(results, evaluation.id_col),
+                data=table_for_ui(results, evaluation.scoring.id_col),
                 artifact_file=f"{PREFIX}/{RESULTS_JSON}",
                 extra=results.memory_usage(deep=True).sum() / 2**20,
             )

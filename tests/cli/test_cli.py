@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numdiff_component.inputs.tables import sample_path
-from numdiff_component.job.run import CLAIM
+from numdiff_component.inputs.sources import sample_path
+from numdiff_component.job.results import CLAIM
 from tests.conftest import (
     MODULE,
     TABLE_FORMATS,

@@ -23,7 +23,9 @@ import pytest
 
 from numdiff_component.errors import InputError
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.run import CLAIM, JobConfig, run_job
+from numdiff_component.job.config import JobConfig
+from numdiff_component.job.results import CLAIM
+from numdiff_component.job.run import run_job
 from tests.conftest import (
     BOUND,
     MODULE,

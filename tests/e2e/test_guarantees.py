@@ -19,8 +19,9 @@ import pytest
 
 import numdiff_component
 from numdiff_component.errors import InputError
-from numdiff_component.inputs.tables import DEFAULT_BATCH_ROWS, open_table
-from numdiff_component.job.run import JobConfig, run_job
+from numdiff_component.inputs.tables import open_table
+from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
+from numdiff_component.job.run import run_job
 from numdiff_component.scoring import RESULT_COLUMNS
 from tests.conftest import invoke, numdiff_process, one_line_error
 
@@ -112,10 +113,10 @@ def test_every_row_once_in_order_with_its_values_unchanged(
     run_job(
         JobConfig(
             predictions=str(tmp_path / f"t.{fmt}"),
-            id_col="id",
+            scoring=Scoring(id_col="id"),
             results_dir=str(tmp_path / "res"),
             track=False,
-            plots=False,  # what is tested here is the rows (tests/report/test_report.py: the plots)
+            plots=False,
             batch_rows=batch_rows,
         ),
         progress=seen.append,
@@ -145,8 +146,7 @@ def test_json_object_of_columns_keeps_column_names(tmp_path: Path) -> None:
     run_job(
         JobConfig(
             predictions=str(path),
-            output_col="007",
-            expected_col="2",
+            scoring=Scoring(output_col="007", expected_col="2"),
             track=False,
             results_dir=str(tmp_path / "res"),
         )

@@ -17,7 +17,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from numdiff_component.cli.main import score
-from numdiff_component.inputs.tables import sample_path
+from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
 from tests.conftest import invoke
 

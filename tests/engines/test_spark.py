@@ -34,10 +34,12 @@ from numdiff_component.engines.spark import (
     spark_session,
 )
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.run import JobConfig, JobOutcome, run_job
+from numdiff_component.job.config import JobConfig, Scoring
+from numdiff_component.job.record import metrics
+from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking.boundary import load_results, metrics
+from numdiff_component.tracking.boundary import load_results
 from tests.conftest import SPEC_READINGS
 
 # One local Spark session (a session fixture per xdist worker): the tests that use it share a
@@ -413,8 +415,7 @@ def test_run_spark_job_end_to_end(
     outcome = run_spark_job(
         JobConfig(
             predictions=str(folder),
-            id_col="id",
-            options=options,
+            scoring=Scoring(id_col="id", options=options),
             results_dir=str(tmp_path / "out"),
             experiment_name="spark-e2e",
             run_name="spark",

@@ -26,7 +26,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from numdiff_component.job.run import JobConfig, run_job
+from numdiff_component.job.config import JobConfig, Scoring
+from numdiff_component.job.run import run_job
 from numdiff_component.options import Options
 from tests.conftest import TEST_JVM_OPTIONS
 
@@ -301,7 +302,9 @@ def pandas_results(workdir: Path) -> dict[tuple[str, ...], pd.DataFrame]:
     found = {}
     for options in (Options(), Options(pick="answer", scale="words")):
         out = workdir / f"pandas-{options.pick}"
-        config = JobConfig(str(workdir / "preds.csv"), options=options, results_dir=str(out))
+        config = JobConfig(
+            str(workdir / "preds.csv"), scoring=Scoring(options=options), results_dir=str(out)
+        )
         run_job(replace(config, track=False, plots=False))
         found[() if options == Options() else READINGS] = results(out)
     return found

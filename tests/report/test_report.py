@@ -23,14 +23,9 @@ import pytest
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.aggregate import pass_rate_stderr
+from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.process import ForkedCall
-from numdiff_component.report.builder import (
-    HISTOGRAM_PNG,
-    REPORT_HTML,
-    SCATTER_PNG,
-    SUMMARY_MD,
-    ReportBuilder,
-)
+from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.report.plots import SCORE_EDGES, axis_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
