@@ -31,7 +31,8 @@ from numdiff_component.options import OPTION_NAMES, SCHEMA, Options
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 
 METRIC_NAME = "numeric_diff"
-"""The ``evaluator_config`` key whose dict of options overrides the metric's own options."""
+"""The name of the metric and of the scorer (their options in ``evaluator_config``: under
+``numeric_diff_options``, the metric's parameter)."""
 
 
 # --- the mlflow.models.evaluate metric -----------------------------------------------------------

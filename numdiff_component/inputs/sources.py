@@ -298,7 +298,7 @@ def locate(source: str, fmt: str | None) -> tuple[str | None, str]:
     scheme = urlparse(source).scheme
     local: str | None
     if scheme in _MLFLOW_SCHEMES:
-        from numdiff_component.tracking.boundary import download_artifact
+        from numdiff_component.tracking.records import download_artifact
 
         _check_artifact_uri(source)
         local = download_artifact(source, _input_folder())

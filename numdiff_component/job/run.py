@@ -41,11 +41,8 @@ from numdiff_component.job.results import (
 )
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking.boundary import (
-    LOG_TABLE_MAX_ROWS,
-    import_mlflow,
-    log_evaluation,
-)
+from numdiff_component.tracking.boundary import LOG_TABLE_MAX_ROWS, import_mlflow
+from numdiff_component.tracking.records import log_evaluation
 from numdiff_component.tracking.settings import check_settings
 
 __all__ = ["ENGINES", "JobOutcome", "engine_for", "preset_note", "run_job"]

@@ -35,7 +35,7 @@ from numdiff_component.report.plots import (
 from numdiff_component.report.render import cells, image, kind, number, render, text
 from numdiff_component.scoring import UNPARSEABLE
 
-__all__ = ["HISTOGRAM_PNG", "REPORT_HTML", "SCATTER_PNG", "SUMMARY_MD", "ReportBuilder"]
+__all__ = ["ReportBuilder"]
 
 _ROW = "row"  # position of a row in the whole table, counted from 1 over all batches
 _STDERR_NOTE = (

@@ -71,12 +71,6 @@ def number(name: str, value: Any) -> str:
     return f"{float(value):.6g}"
 
 
-_STDERR_NOTE = (
-    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
-)
-
-
 def text(value: Any, limit: int | None = CELL_CHARS) -> str:
     """``value`` as one line of visible text (no control character), cut to ``limit``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -39,7 +39,7 @@ from numdiff_component.job.record import metrics
 from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking.boundary import load_results
+from numdiff_component.tracking.records import load_results
 from tests.conftest import SPEC_READINGS
 
 # One local Spark session (a session fixture per xdist worker): the tests that use it share a

@@ -22,14 +22,8 @@ from numdiff_component.compare.render import to_json
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.record import Evaluation, metrics, new_params, params
 from numdiff_component.options import OPTION_NAMES
-from numdiff_component.tracking.boundary import (
-    experiment_id,
-    load_results,
-    log_comparison,
-    log_evaluation,
-    mlflow_errors,
-    mlflow_run,
-)
+from numdiff_component.tracking.boundary import experiment_id, mlflow_errors, mlflow_run
+from numdiff_component.tracking.records import load_results, log_comparison, log_evaluation
 from tests.conftest import spec_table, tracking_server
 
 
