@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
 from numdiff_component.job.config import JobConfig
 from numdiff_component.job.run import run_job
-from tests.conftest import READING_STRATEGIES
+from tests.fixtures.tables import READING_STRATEGIES
 from tests.reading.test_reading_spec import PRESETS
 
 finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -83,7 +83,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours: a terminal shows them, it does
 _RUN_WORDS = {"continued", "slow"}
 _MARK = "<<<readme-command-done>>>"
 _SPARK = re.compile(r"--engine[ =]spark|numdiff_component\.spark|\bpyspark\b")
-XDIST = importlib.util.find_spec("xdist") is not None
 
 
 @dataclass
@@ -201,10 +200,6 @@ def _params() -> Iterator[object]:
     for group in groups(RUNNABLE):
         where = group[0].where
         marks: list[pytest.MarkDecorator] = []
-        if XDIST:  # with --dist loadgroup, a page's scripts share a worker and its one process;
-            # a command (with the blocks continued after it) has a folder of its own: any worker
-            name = group[0].page if batched(group) else where
-            marks.append(pytest.mark.xdist_group(name=name))
         if any("slow" in block.run for block in group):
             marks.append(pytest.mark.slow)
         key = tuple(block.content for block in group)
@@ -388,9 +383,10 @@ def pages(
         and item.originalname == "test_block"
     ]
     # An xdist worker collects every test but runs only those it is sent: unless a page's
-    # blocks all come to one worker (--dist loadgroup), each script runs on its own.
-    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("dist", "") != (
-        "loadgroup"
+    # blocks all come to one worker (--dist loadfile: this file), each script runs on its own.
+    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("dist", "") not in (
+        "loadfile",
+        "loadscope",
     ):
         selected = []
     return Pages(tmp_path_factory.mktemp("pages"), _empty_store, selected)

@@ -17,16 +17,9 @@ import pytest
 
 from numdiff_component.inputs.sources import sample_path
 from numdiff_component.job.results import CLAIM
-from tests.conftest import (
-    MODULE,
-    TABLE_FORMATS,
-    free_port,
-    invoke,
-    numdiff_process,
-    one_line_error,
-    write_file,
-    write_table,
-)
+from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.servers import free_port
+from tests.fixtures.tables import TABLE_FORMATS, write_file, write_table
 
 
 def test_help_does_not_import_mlflow() -> None:

@@ -14,7 +14,7 @@ import pytest
 from numdiff_component import InputError, score_frame
 from numdiff_component.compare.comparison import align, compare_results, mcnemar_p_value
 from numdiff_component.compare.render import to_json
-from tests.conftest import invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from numdiff_component.inputs.tables import open_table
 from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.run import run_job
 from numdiff_component.scoring import RESULT_COLUMNS
-from tests.conftest import invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 PACKAGE = Path(numdiff_component.__file__).parent
 
@@ -451,7 +451,8 @@ def test_sigint_then_sigterm_leave_no_partial_file(gap_ms: int, tmp_path: Path) 
     import signal
     import time
 
-    from tests.conftest import BOUND, MODULE
+    from tests.fixtures.commands import MODULE
+    from tests.fixtures.run import BOUND
 
     source = tmp_path / "big.csv"
     rows = 600_000

@@ -19,7 +19,7 @@ from numdiff_component.inputs.tables import open_table, regroup
 from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.results import file_metadata
 from numdiff_component.job.run import run_job
-from tests.conftest import write_table
+from tests.fixtures.tables import write_table
 
 CELLS = [
     ("42", "42"),

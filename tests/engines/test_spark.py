@@ -40,10 +40,10 @@ from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tracking.records import load_results
-from tests.conftest import SPEC_READINGS
+from tests.fixtures.tables import SPEC_READINGS
 
-# One local Spark session (a session fixture per xdist worker): the tests that use it share a
-# worker (conftest.py); the others, which start Spark in processes of their own, go to any.
+# One local Spark session (a session fixture per xdist worker): this file goes to one worker
+# (--dist loadfile).
 pytestmark = pytest.mark.slow
 
 TEXTS = [
@@ -499,7 +499,7 @@ def test_pyfunc_model_as_a_spark_udf(spark: Any, tracking_uri: str) -> None:
 
 
 def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
-    from tests.conftest import invoke
+    from tests.fixtures.commands import invoke
 
     result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,9 @@ from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.run import run_job
 from numdiff_component.report.render import markdown, text
-from tests.conftest import BIN, BOUND, numdiff_process, write_table
+from tests.fixtures.commands import numdiff_process
+from tests.fixtures.run import BIN, BOUND
+from tests.fixtures.tables import write_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,7 +24,8 @@ from numdiff_component.job.record import Evaluation, metrics, new_params, params
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.tracking.boundary import experiment_id, mlflow_errors, mlflow_run
 from numdiff_component.tracking.records import load_results, log_comparison, log_evaluation
-from tests.conftest import spec_table, tracking_server
+from tests.fixtures.servers import tracking_server
+from tests.fixtures.tables import spec_table
 
 
 def _evaluation(folder: Path, **changes: Any) -> tuple[Evaluation, pd.DataFrame]:
