@@ -27,7 +27,7 @@ from pydantic import PrivateAttr, create_model
 
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
-from numdiff_component.options import OPTION_NAMES, SCHEMA, Options
+from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 
 METRIC_NAME = "numeric_diff"
@@ -194,16 +194,21 @@ class _NumericDiffScorer(Scorer):
         ]
 
 
+def _field_type(spec: OptionSpec) -> Any:
+    """A scorer field's type: the option's, or any for a list option (a list, a dict, a text:
+    `Options` validates it)."""
+    if issubclass(spec.kind, tuple):
+        return Any
+    return (spec.kind | str if spec.choices else spec.kind) | None
+
+
 # One field per option; None is "not given": the preset's value, else the option's default.
 NumericDiffScorer = create_model(
     "NumericDiffScorer",
     __base__=_NumericDiffScorer,
     __module__=__name__,
     __doc__=_NumericDiffScorer.__doc__,
-    **{
-        spec.name: ((spec.kind | str if spec.choices else spec.kind) | None, None)
-        for spec in SCHEMA
-    },  # type: ignore[call-overload]
+    **{spec.name: (_field_type(spec), None) for spec in SCHEMA},  # type: ignore[call-overload]
 )
 
 

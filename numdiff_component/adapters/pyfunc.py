@@ -92,8 +92,9 @@ class NumericDiffModel(PythonModel):
 def model_config(options: Options) -> dict[str, Any]:
     """The model config of a model logged with ``options``: every option's key (MLflow lets a
     load override only the keys the config holds), with the preset and the values given, and
-    None for the others, so that a preset given when loading fills them as it would here."""
-    given = options.given()
+    None for the others, so that a preset given when loading fills them as it would here. A
+    list option is its text (``lakh=100000.0``): the config is written as YAML."""
+    given = {k: str(v) if isinstance(v, tuple) else v for k, v in options.given().items()}
     return {name: given.get(name) for name in OPTION_NAMES}
 
 

@@ -82,8 +82,12 @@ class _Switch(click.Option):
 def _click_option(spec: OptionSpec) -> Callable[[F], F]:
     # Every default is None, "not given": an option given explicitly overrides the preset's
     # value (SPEC §2.1), one not given takes it. The help shows the default without a preset.
-    flag = "--" + spec.name.replace("_", "-")
+    flag = "--" + (spec.flag or spec.name).replace("_", "-")
     shown = str(spec.default).lower() if spec.kind is bool else str(spec.default)
+    if issubclass(spec.kind, tuple):  # a list option: its flag repeated, or a text with commas
+        return click.option(
+            flag, spec.name, multiple=True, metavar="TEXT", help=f"{spec.help} Repeatable."
+        )
     if spec.kind is float:
         domain = spec.domain.removeprefix("a number ")
         return click.option(
@@ -145,11 +149,12 @@ def _option_value(spec: OptionSpec, value: Any) -> Any:
 
 def given_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """The options given on the command line: not None, and for ``preset`` and the options a
-    preset sets, not "" (the MLproject passes "" for "not given")."""
+    preset sets, not "" (the MLproject passes "" for "not given"); for a list option, not
+    empty nor one "" (the MLproject's)."""
     return {
         name: _option_value(_SPECS[name], value)
         for name, value in values.items()
-        if value is not None and not (value == "" and name in _BLANK_IS_NOT_GIVEN)
+        if value not in (None, (), ("",)) and not (value == "" and name in _BLANK_IS_NOT_GIVEN)
     }
 
 

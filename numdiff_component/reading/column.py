@@ -21,9 +21,20 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import _mask, _may_hold
-from numdiff_component.reading.fractions import VULGAR
-from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
+from numdiff_component.reading.fractions import FRAC, SLASH, VULGAR
+from numdiff_component.reading.grammar import (
+    BLANK,
+    BLANKS,
+    EXPONENT,
+    GAP,
+    LATEX_COMMAS,
+    MINUS,
+    any_case,
+    char_class,
+    literal,
+)
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
+from numdiff_component.reading.ranges import BETWEEN, DASH, EN_DASH, NOT_UNIT, TO
 from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
     _MARK,
@@ -48,8 +59,8 @@ from numdiff_component.reading.words import FIRST_WORDS
 # the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
 
 # A unit character of §1.2.5 (a superset: only ASCII spaces are left out of it), without e, E.
-_UNIT = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}]"
-_UNIT_NOT_E = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}eE]"
+_UNIT = rf"[^\s\p{{Nd}}{char_class(NOT_UNIT)}]"
+_UNIT_NOT_E = rf"[^\s\p{{Nd}}{char_class(NOT_UNIT + EXPONENT)}]"
 
 
 def _ranges_test() -> str:
@@ -65,17 +76,18 @@ def _ranges_test() -> str:
     A unit's length (1 to 16 characters) is not bounded here: a superset, and a counted run of
     this class made RE2 build a large automaton on every call (milliseconds) and search slower.
     """
-    x, dash = "[0-9.,}]", r"[ \t]*\x{2013}|-?[ \t]+[tT][oO][ \t]"
-    connector = f"(?:-|{dash})"
+    x = "[0-9.,}]"
+    dash = rf"{BLANKS}{EN_DASH}|{literal(DASH)}?{GAP}{any_case(TO)}[{BLANK}]"
+    connector = f"(?:{literal(DASH)}|{dash})"
     return "|".join(
         [
             f"{x}{connector}",
-            rf"{x}[ \t]+{_UNIT}+{connector}",
+            rf"{x}{GAP}{_UNIT}+{connector}",
             f"{x}{_UNIT_NOT_E}{_UNIT}*{connector}",
-            f"{x}[eE]{_UNIT}+{connector}",
-            f"{x}[eE](?:{dash}|-[^0-9])",
-            r"(?:\}|/[0-9]+)[eE]-",
-            any_case("between"),
+            f"{x}[{EXPONENT}]{_UNIT}+{connector}",
+            f"{x}[{EXPONENT}](?:{dash}|{literal(DASH)}[^0-9])",
+            rf"(?:\}}|{SLASH}[0-9]+)[{EXPONENT}]{literal(DASH)}",
+            any_case(BETWEEN),
         ]
     )
 
@@ -96,11 +108,13 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
     # §1.2.3: a vulgar fraction, any \frac (bare arguments, W\frac), or W, a blank, A/.
     "fractions": lambda o: (
-        rf"[{VULGAR}]|\\[dt]?frac|[0-9][ \t][0-9]+/" if o.fractions == "all" else None
+        rf"[{VULGAR}]|{FRAC}|[0-9][{BLANK}][0-9]+{SLASH}" if o.fractions == "all" else None
     ),
     # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
     "scientific": lambda o: (
-        rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])" if o.scientific else None
+        rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[{char_class(MINUS)}][0-9])"
+        if o.scientific
+        else None
     ),
     # §1.2.5: see `_ranges_test`.
     "ranges": lambda o: _ranges_test() if o.ranges == "mid" else None,
@@ -327,7 +341,7 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if plain.any():
         count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
         out[plain] = count > 0
-    hard_regex = "|".join(filter(None, [_hard_regex(opts), "\\x{e000}"]))
+    hard_regex = "|".join(filter(None, [_hard_regex(opts), _MARK]))
     hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
     rest &= ~hard
     if rest.any():

@@ -14,6 +14,9 @@ from numdiff_component.options import Options
 from numdiff_component.reading.grammar import decimal_value, digit_class, literal, separators
 
 VULGAR = "\u00bc-\u00be\u2150-\u215e"  # ¼-¾, ⅐-⅞: their value is unicodedata.numeric
+SLASH = "/"  # A/B
+FRAC_COMMANDS = ("\\frac", "\\dfrac", "\\tfrac")  # \frac{N}{M} and its two styles
+FRAC = "(?:" + "|".join(literal(c) for c in FRAC_COMMANDS) + ")"
 Read = tuple[float, int] | None
 
 
@@ -31,7 +34,7 @@ def frac_regex(decimal_comma: bool, digit: str = "[0-9]", *, bare: bool = False)
     if bare:
         top = rf"(?:{top}|(?P<fn1>{digit}))"
         bottom = rf"(?:{bottom}|(?P<fm1>{digit}))"
-    return rf"\\[dt]?frac{top}{bottom}"
+    return rf"{FRAC}{top}{bottom}"
 
 
 @lru_cache(maxsize=16)
@@ -46,7 +49,7 @@ def _patterns(decimal_comma: bool, digits: str, bare: bool) -> tuple[re.Pattern[
 
     mixed = re.compile(
         rf"(?<![/.,])(?<!{d})(?P<w>{d}+)(?:[ \t](?P<a>{d}+)/(?P<b>{d}+)(?!{d}|/{d})"
-        rf"|\\[dt]?frac{whole('n')}{whole('m')})"
+        rf"|{FRAC}{whole('n')}{whole('m')})"
     )
     vulgar = re.compile(rf"(?:(?P<w>{d}+)[ \t]?)?(?P<v>[{VULGAR}])")
     return frac, slash, mixed, vulgar

@@ -67,7 +67,7 @@ def test_every_scoring_option_is_an_entry_point_parameter(spec: OptionSpec) -> N
         assert str(parameter["default"]) == str(spec.default).lower()
         if spec.choices and spec.kind is str:
             assert parameter["default"] in spec.choices
-    flag = "--" + spec.name.replace("_", "-")
+    flag = "--" + (spec.flag or spec.name).replace("_", "-")  # a list option's flag: singular
     separator = "=" if spec.kind is bool else " "  # --flag=true|false: a plain flag otherwise
     assert f"{flag}{separator}{{{spec.name}}}" in COMMAND
 
