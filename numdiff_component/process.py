@@ -5,8 +5,10 @@
 - `at_exit_once` and `temporary_folder`: what is done when the process exits;
 - `ForkedCall`: a call made in a forked child while this process goes on.
 
-The ``numdiff`` command's signals and its exit are `numdiff_component.cli.main`'s. Each use of
-SIGALRM, ``atexit``, ``fork`` and ``os._exit`` outside the command is here.
+- the ``numdiff`` command's signals (`stop_on_signals`, `after_command`) and its exit
+  (`end_process_at_exit`, `set_exit_code`).
+
+Each use of SIGALRM, SIGINT and SIGTERM handlers, ``atexit``, ``fork`` and ``os._exit`` is here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import math
 import os
 import select
@@ -26,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, Stopped, stop
 
 
 def positive_setting(name: str, default: float) -> float:
@@ -213,3 +216,78 @@ class ForkedCall:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --- the command's signals and exit ---------------------------------------------------------------
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM stop the command: `errors.stop` raises `Stopped` in the main thread.
+    The first signal decides: later ones are ignored, so that the cleanup it starts (removing
+    a partial file) runs to its end, and the exit code and the message name the same signal."""
+    for signum in _STOPPING:
+        signal.signal(signum, _signalled)
+    sys.unraisablehook = _unraisable
+
+
+def _signalled(signum: int, frame: object) -> None:
+    # A handler that does nothing, not SIG_IGN: one already on its way would be reported.
+    for other in _STOPPING:
+        signal.signal(other, _ignored)
+    stop(signum)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    pass
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    # A signal's exception lost in a finalizer or a callback is raised again by check_stopped:
+    # not a second message. Anything else is said as Python says it.
+    if not isinstance(unraisable.exc_value, Stopped):
+        sys.__unraisablehook__(unraisable)
+
+
+def after_command(stopped: bool) -> None:
+    """Once the command is done (MLflow's and the temporary copies' clean-up at exit follow): a
+    command ``stopped`` by a signal ignores later ones (also while the interpreter shuts down,
+    when Python's own handlers are gone), so the code agrees with the message; else a signal
+    ends the process at once with its code, not with a traceback from an exit handler."""
+    try:
+        for signum in _STOPPING:
+            signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
+    except Stopped as exc:  # one that came as the command ended, its handler run only now
+        _stopped_at_exit(exc.args[0], None)
+
+
+def _stopped_at_exit(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
+_exit_code = 1  # what the process ends with: the command's code once it has one
+
+
+def set_exit_code(code: int) -> None:
+    """The code `end_process_at_exit` ends the process with."""
+    global _exit_code
+    _exit_code = code
+
+
+def end_process_at_exit() -> None:
+    """End the process in the last exit handler (the first registered), once the others have
+    run, so that Python's finalization never starts: a pyarrow thread that lets go of a Python
+    buffer while the interpreter finalizes aborts the process."""
+    atexit.register(_end_process)
+
+
+def _end_process() -> None:
+    logging.shutdown()  # registered before this handler, so it would not run otherwise
+    code = _exit_code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # output lost at the very end: not a success (120, as Python says it)
+            code = code or 120
+        except ValueError:  # closed
+            pass
+    os._exit(code)

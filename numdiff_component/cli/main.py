@@ -8,9 +8,7 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
-import atexit
 import errno
-import logging
 import os
 import signal
 import sys
@@ -28,8 +26,14 @@ from numdiff_component.cli.options import (
     scoring_options,
 )
 from numdiff_component.cli.output import Progress, print_outcome
-from numdiff_component.errors import Stopped, check_stopped, stop
+from numdiff_component.errors import Stopped, check_stopped
 from numdiff_component.options import Options
+from numdiff_component.process import (
+    after_command,
+    end_process_at_exit,
+    set_exit_code,
+    stop_on_signals,
+)
 
 # Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
@@ -263,69 +267,20 @@ def log_model(
 cli.add_command(compare)
 
 
-def _signalled(signum: int, frame: object) -> None:
-    # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
-    # a partial file) runs to its end, and the exit code and the message name the same signal.
-    # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
-    for other in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(other, _ignored)
-    stop(signum)
-
-
-def _ignored(signum: int, frame: object) -> None:
-    pass
-
-
-def _stopped_at_exit(signum: int, frame: object) -> None:
-    """A signal once the command is done (MLflow's and the temporary copies' clean-up at exit):
-    stop at once with the signal's code, not with a traceback from an exit handler."""
-    os._exit(128 + signum)
-
-
-def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    # A signal's exception lost in a finalizer or a callback is raised again by check_stopped:
-    # not a second message. Anything else is said as Python says it.
-    if not isinstance(unraisable.exc_value, Stopped):
-        sys.__unraisablehook__(unraisable)
-
-
-_exit_code = 1  # what the process ends with: the command's code once it has one
-
-
-def _end_process() -> None:
-    """The last exit handler (the first registered): the process ends here, once the other
-    exit handlers have run, and Python's finalization never starts. pyarrow lets go of the
-    Python buffers it read a stream through in threads of its own; one let go while Python
-    finalizes aborts the process ("terminate called without an active exception", exit 134;
-    the cores show ``PyBuffer::~PyBuffer`` taking the GIL in a pyarrow thread while the main
-    thread is in ``Py_FinalizeEx``), now and then after a bad CSV row."""
-    logging.shutdown()  # registered before this handler, so it would not run otherwise
-    code = _exit_code
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:  # output lost at the very end: not a success (120, as Python says it)
-            code = code or 120
-        except ValueError:  # closed
-            pass
-    os._exit(code)
-
-
 def main() -> None:
-    global _exit_code
-    atexit.register(_end_process)
+    """The ``numdiff`` command: the process ends with its exit code at exit
+    (`process.end_process_at_exit`), a signal stops it with one line."""
+    end_process_at_exit()
     try:
         _main()
     except SystemExit as exc:  # an int, None (0) or a message Python has printed (1)
-        _exit_code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        set_exit_code(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
         raise
-    _exit_code = 0
+    set_exit_code(0)
 
 
 def _main() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _signalled)
-    sys.unraisablehook = _unraisable
+    stop_on_signals()
     stopped = False  # by a signal: then a later one changes neither the message nor the code
     try:
         try:
@@ -343,10 +298,4 @@ def _main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
     finally:
-        # Stopped: a later signal is ignored by the system itself, also while the interpreter
-        # shuts down (when Python's own handlers are gone), so the code agrees with the message.
-        try:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
-        except Stopped as exc:  # one that came as the command ended, its handler run only now
-            _stopped_at_exit(exc.args[0], None)
+        after_command(stopped)
