@@ -74,6 +74,18 @@ def digit_class(opts: Options | None = None) -> str:
     return r"\d" if opts is not None and opts.digits == "any" else "[0-9]"
 
 
+@lru_cache(maxsize=1)
+def decimal_ranges() -> str:
+    """Every ``str.isdecimal`` character (Python's Unicode Nd) but the ASCII digits, as ranges of
+    an RE2 character class (``\\x{660}-\\x{669}...``, no brackets). RE2's own ``\\p{Nd}``
+    follows a newer Unicode than Python's; the column reader's tests use this one, Python's, so
+    that both readers take the same characters for digits."""
+    codes = [c for c in range(0x80, 0x110000) if chr(c).isdecimal()]
+    starts = [c for i, c in enumerate(codes) if i == 0 or codes[i - 1] != c - 1]
+    ends = [c for i, c in enumerate(codes) if i == len(codes) - 1 or codes[i + 1] != c + 1]
+    return "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in zip(starts, ends, strict=True))
+
+
 def token_parts(opts: Options, *, extra: bool = True) -> tuple[str, str, str, str]:
     """``grouped`` (without its not-followed-by-digit rule), ``fraction``, ``exponent``, point.
 

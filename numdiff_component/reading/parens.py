@@ -11,7 +11,7 @@ import re
 from numdiff_component.reading.grammar import BLANKS, CURRENCY
 from numdiff_component.reading.marks import PERCENT_MARK
 
-_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK})?{BLANKS}\)")
+_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK}{BLANKS})?\)")  # one way to split blanks: linear
 
 
 def enclosed(text: str, start: int, end: int) -> bool:

@@ -238,7 +238,9 @@ def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: 
         rows = _lengths(numerator) > 0
         if rows.any():
             top = _decimal_values(numerator.filter(rows), opts)
-            values[rows] = top / _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            bottom = _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            finite = np.isfinite(top) & np.isfinite(bottom)  # `fractions.quotient`
+            values[rows] = np.where(finite, top / np.where(finite, bottom, 1), np.nan)
             fraction |= rows
     values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
     _apply_scale(values, parts, opts)

@@ -559,3 +559,16 @@ def test_sigterm_during_a_spark_job_leaves_no_partial_output(tmp_path: Path) -> 
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr, stderr[-3000:]
     time.sleep(2)  # a straggling task would show up now
     assert [p.name for p in (tmp_path / "out").iterdir()] == [".numdiff"]
+
+
+@pytest.mark.parametrize("options", [{}, {"preset": "answers"}, {"preset": "prose"}])
+def test_rows_beyond_a_float_fail_no_spark_job(spark: Any, options: dict[str, Any]) -> None:
+    """Issue 33: a digit run beyond a float before a fraction, a 5,000-digit side of A/B, a lone
+    row of the batch: no number for that row, the job and the other rows as ever."""
+    huge, five_thousand = "1" * 400, "1" * 5000
+    texts = [huge + " 1/2", huge + "\u00bd", f"{five_thousand}/3", "1/" + "0" * 5000 + "1", "5"]
+    rows = [(i, text, "5") for i, text in enumerate(texts)]
+    sdf = spark.createDataFrame(rows, "id long, output string, expected string")
+    want = score_frame(pd.DataFrame(rows, columns=["id", "output", "expected"]), **options)
+    assert_same_results(collect(score_spark(sdf, **options)), want)
+    assert want["label"].tolist()[-1] == "pass"
