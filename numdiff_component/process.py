@@ -273,6 +273,22 @@ def set_exit_code(code: int) -> None:
     _exit_code = code
 
 
+def hold_closed_outputs() -> None:
+    """A standard output or error that was closed (``>&-``, as cron may start a job) gets
+    /dev/null on its descriptor, so that no file the job opens takes that number and receives
+    what is meant for the terminal. Writing to a closed stdout still fails (opened for reading,
+    as the shell says: "Bad file descriptor"), so the command's code tells that its output was
+    lost; a closed stderr has nobody to tell, and takes what is written."""
+    for fd, flags, name in ((1, os.O_RDONLY, "stdout"), (2, os.O_WRONLY, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        spare = os.open(os.devnull, flags)
+        if spare != fd:
+            os.dup2(spare, fd)
+            os.close(spare)
+        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 (the process's own)
+
+
 def end_process_at_exit() -> None:
     """End the process in the last exit handler (the first registered), once the others have
     run, so that Python's finalization never starts: a pyarrow thread that lets go of a Python
@@ -285,7 +301,7 @@ def _end_process() -> None:
     code = _exit_code
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            stream.flush()  # never None: main gave a closed one a stream
         except OSError:  # output lost at the very end: not a success (120, as Python says it)
             code = code or 120
         except ValueError:  # closed

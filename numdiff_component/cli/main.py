@@ -8,7 +8,6 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import sys
@@ -23,6 +22,7 @@ from numdiff_component.cli.options import (
     Command,
     fail,
     guarded,
+    output_failed,
     scoring_options,
 )
 from numdiff_component.cli.output import Progress, print_outcome
@@ -31,6 +31,7 @@ from numdiff_component.options import Options
 from numdiff_component.process import (
     after_command,
     end_process_at_exit,
+    hold_closed_outputs,
     set_exit_code,
     stop_on_signals,
 )
@@ -48,6 +49,9 @@ def cli() -> None:
     """
     for key, value in _HTTP_DEFAULTS.items():  # the user's own settings win
         os.environ.setdefault(key, value)
+    # MLflow writes "View run ..." to stdout inside end_run, before the run is marked finished:
+    # a closed or broken stdout would leave a run that logged everything RUNNING.
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
 @cli.command(cls=Command)
@@ -131,7 +135,6 @@ def score(
         import warnings
 
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
-        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job.config import JobConfig, Scoring
     from numdiff_component.job.run import run_job
@@ -270,6 +273,7 @@ cli.add_command(compare)
 def main() -> None:
     """The ``numdiff`` command: the process ends with its exit code at exit
     (`process.end_process_at_exit`), a signal stops it with one line."""
+    hold_closed_outputs()
     end_process_at_exit()
     try:
         _main()
@@ -293,9 +297,6 @@ def _main() -> None:
         click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
         sys.exit(128 + exc.args[0])
     except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
-        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
-            raise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-        fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
+        output_failed(exc)
     finally:
         after_command(stopped)

@@ -64,7 +64,11 @@ class PandasEngine:
             for batch in table.batches(batch_rows):
                 if tmp.schema is None:
                     check_columns(
-                        batch.columns, scoring.output_col, scoring.expected_col, scoring.id_col
+                        batch.columns,
+                        scoring.output_col,
+                        scoring.expected_col,
+                        scoring.id_col,
+                        scoring.options,
                     )
                 results = score_frame(
                     batch, scoring.output_col, scoring.expected_col, scoring.options

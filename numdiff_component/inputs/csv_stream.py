@@ -7,6 +7,7 @@ the interpreter finalizes aborts the process; the ``numdiff`` command ends befor
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import threading
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from typing import IO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from numdiff_component.process import at_exit_once
@@ -78,3 +80,29 @@ def csv_reader(
         with contextlib.suppress(pa.ArrowException):
             for _ in reader:
                 pass
+
+
+def longest_row(table: pa.Table) -> int:
+    """The bytes of the longest row's cells."""
+    lengths = [pc.binary_length(column) for column in table.columns]
+    return int(pc.max(functools.reduce(pc.add, lengths)).as_py() or 0)
+
+
+def regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
+    """The reader's rows in order, as tables of at most ``rows`` rows (``None``: no limit) that
+    end once they hold ``size`` bytes or more; sliced and chunked, never copied."""
+    held: list[pa.RecordBatch] = []
+    n = nbytes = 0
+    for batch in reader:
+        if not held and batch.num_rows == 0:
+            held.append(batch)  # an empty file's single batch still gives a frame
+        while batch.num_rows:
+            part = batch.slice(0, batch.num_rows if rows is None else rows - n)
+            batch = batch.slice(part.num_rows)
+            held.append(part)
+            n, nbytes = n + part.num_rows, nbytes + part.nbytes
+            if n == rows or nbytes >= size:
+                yield pa.Table.from_batches(held, reader.schema)
+                held, n, nbytes = [], 0, 0
+    if held:
+        yield pa.Table.from_batches(held, reader.schema)

@@ -39,6 +39,8 @@ class Evaluation:
         span, link, image, heading or HTML can come out of it."""
         unparseable = int(self.aggregates["n_unparseable"])
         summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
+        if "n_unit_mismatch" in self.aggregates:  # units on (SPEC §2.2)
+            summary += f"; {int(self.aggregates['n_unit_mismatch']):,} unit mismatches"
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it

@@ -125,13 +125,15 @@ def mlflow_run(
         with store_lock(mlflow.get_tracking_uri()):  # one job at a time makes a new store's tables
             experiment = within(what, experiment_id, experiment_name)
             run = within(what, mlflow.start_run, run_name=run_name, experiment_id=experiment)
-    if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
-        within(what, mlflow.set_tag, "mlflow.runName", default_run_name)
     try:
+        if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
+            within(what, mlflow.set_tag, "mlflow.runName", default_run_name, synchronous=True)
         with mlflow_errors(what):
             yield run
     except BaseException as exc:
-        if active is None and not isinstance(exc, _NoAnswer):  # a hung server: no more
+        if active is None and isinstance(exc, _NoAnswer):  # a hung server: ask it no more,
+            mlflow.tracking.fluent._active_run_stack.get().pop()  # nor MLflow's exit handler
+        elif active is None:
             with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
                 within(what, mlflow.end_run, status="FAILED")
         raise
@@ -164,7 +166,7 @@ def record_failure(message: str, exit_code: int) -> None:
     tags = [RunTag(f"{PREFIX}.error", message[:5000])]
     tags.append(RunTag(f"{PREFIX}.exit_code", str(exit_code)))
     with contextlib.suppress(TrackingError, InputError):
-        within("tag the run", MlflowClient().log_batch, run_id, tags=tags)
+        within("tag the run", MlflowClient().log_batch, run_id, tags=tags, synchronous=True)
 
 
 def experiment_id(name: str | None) -> str | None:

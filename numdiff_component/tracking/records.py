@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
-import pyarrow as pa
 
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.job.record import (
@@ -110,6 +109,7 @@ def log_evaluation(
             metrics=[Metric(k, v, now, 0) for k, v in metrics(evaluation.aggregates).items()],
             params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
             tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
+            synchronous=True,
         )
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
         within(what, mlflow.log_input, dataset, context="evaluation")
@@ -136,11 +136,11 @@ def _log_plots(client: Any, run_id: str, plots: list[Path]) -> None:
 
     what = "log to MLflow"
     for plot in plots:
-        within(what, client.log_artifact, run_id, str(plot), extra=upload_seconds(plot))
+        key, size = f"{PREFIX}/{plot.stem}", upload_seconds(plot)
+        within(what, client.log_artifact, run_id, str(plot), extra=size)
         with Image.open(plot) as image:
             rgb = image.convert("RGB")
-        key = f"{PREFIX}/{plot.stem}"
-        within(what, client.log_image, run_id, rgb, key=key, step=0, extra=upload_seconds(plot))
+        within(what, client.log_image, run_id, rgb, key=key, step=0, synchronous=True, extra=size)
 
 
 # --- reading a run's results, and logging a comparison ------------------------------------------
@@ -156,10 +156,7 @@ def load_results(ref: str) -> RunResults:
     if path.suffix == ".parquet" or path.exists():
         if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
             raise InputError(f"results file not found: {ref!r}")
-        try:
-            return read_local(path, ref)
-        except (OSError, ValueError, pa.ArrowException) as exc:  # a bad or foreign file
-            raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
+        return read_local(path, ref)
 
     import mlflow
 
@@ -179,7 +176,8 @@ def load_results(ref: str) -> RunResults:
             dst_path=folder,
             extra=size,
         )
-        frame = pd.read_parquet(local)
+        name = f"the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET})"
+        frame = read_local(Path(local), ref, name).frame
     deleted = run.info.lifecycle_stage == "deleted"
     return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted)
 
@@ -257,6 +255,7 @@ def log_comparison(
             run_id,
             metrics=[Metric(k, float(v), now, 0) for k, v in figures.items()],
             params=[Param("compare/run_a", a), Param("compare/run_b", b)],
+            synchronous=True,
         )
         text = json.dumps(summary, indent=2)
         within(what, client.log_text, run_id, text, "compare/comparison.json")
