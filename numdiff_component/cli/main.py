@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -40,7 +41,25 @@ from numdiff_component.process import (
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group. Output that cannot be written (``numdiff --help | true``, a summary
+    into a closed pipe) is exit 2 and one line here: click would make a closed pipe exit 1, the
+    gate's code, and say nothing."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)  # --help and --version print here
+        except OSError as exc:
+            output_failed(exc)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            output_failed(exc)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="numdiff_component")
 def cli() -> None:
     """Numeric diff evaluator: score how close numeric outputs are to the expected numbers.

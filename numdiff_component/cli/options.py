@@ -66,8 +66,6 @@ def guarded(func: F) -> F:
             if _traceback_asked():
                 traceback.print_exc()
             fail(str(exc), code)
-        except OSError as exc:  # here, not in click: it would make a closed pipe exit 1
-            output_failed(exc)
 
     return wrapper  # type: ignore[return-value]
 

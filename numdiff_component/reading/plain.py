@@ -103,7 +103,7 @@ def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | 
             found = fractions.read_frac(text, pos, opts)
         elif digit:
             found = fractions.read_slash(text, pos, opts)
-    if found is None and opts.scientific and text.startswith("10", pos):
+    if found is None and opts.scientific and text.startswith(scientific.BASE, pos):
         found = scientific.read_power(text, pos)
     if found is None and opts.fractions == "all" and (digit or not first.isascii()):
         found = fractions.read_vulgar(text, pos, opts)

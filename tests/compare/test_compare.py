@@ -286,14 +286,18 @@ def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> 
     from numdiff_component.job.run import run_job
     from numdiff_component.options import Options
 
-    for name, options in (("a", Options()), ("b", Options(pick="last", threshold=0.9))):
+    b = Options(pick="last", threshold=0.9, markers=["Result", "Final answer"])
+    for name, options in (("a", Options()), ("b", b)):
         config = JobConfig(
             scoring=Scoring(options=options), results_dir=str(tmp_path / name), track=False
         )
         run_job(config)
     a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
     text = invoke("compare", a_file, b_file).stdout
-    assert "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B" in text
+    assert (
+        "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B; "
+        "markers none in A, Result,Final answer in B"
+    ) in text
     summary = json.loads(invoke("compare", a_file, b_file, "--json").stdout)
     assert summary["options"]["b"]["pick"] == "last" and summary["options"]["a"]["pick"] == "first"
     assert (

@@ -75,6 +75,21 @@ def test_a_closed_pipe_on_stdout_is_exit_2_and_the_run_finished(
     assert run.data.metrics["numeric_diff/n_rows"] == 2  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("args", [["--help"], ["score", "--help"], ["--version"]])
+def test_help_into_a_closed_pipe_is_exit_2(args: list[str]) -> None:
+    """``numdiff --help | true``: click's own output too, not only a command's."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [*MODULE, *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=GUARD
+        )
+    finally:
+        os.close(write)
+    done.stdout = ""
+    one_line_error(done, 2, "cannot write the output: Broken pipe")
+
+
 @pytest.mark.parametrize("where", ["sqlite", "http"])
 @pytest.mark.parametrize("quiet", [False, True], ids=["summary", "quiet"])
 def test_a_closed_stdout_is_told_and_the_run_finished(

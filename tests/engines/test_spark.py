@@ -40,10 +40,10 @@ from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tracking.records import load_results
-from tests.fixtures.tables import SPEC_READINGS
+from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS
 
 # One local Spark session (a session fixture per xdist worker): this file goes to one worker
-# (--dist loadfile).
+# (--dist loadscope).
 pytestmark = pytest.mark.slow
 
 TEXTS = [
@@ -202,11 +202,12 @@ OPTION_SETS = [
 
 
 def test_every_spec_reading_through_spark(spark: Any) -> None:
-    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written.
+    """Each SPEC §1.1 example (and v4's markers and scale words, given as a list and a dict),
+    scored by Spark with its options, reads the number written.
 
     One Spark job per set of options: the examples that share options are rows of one table."""
     by_options: dict[str, list[tuple[str, float | None]]] = {}
-    for text, options, number in SPEC_READINGS:
+    for text, options, number in SPEC_READINGS + LIST_READINGS:
         by_options.setdefault(json.dumps(options, sort_keys=True), []).append((text, number))
     for key, examples in by_options.items():
         rows = [(text, 1.0) for text, _ in examples]
