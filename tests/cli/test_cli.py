@@ -137,7 +137,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path | str], list[str], str]] = {
     "preset out of domain": (
         lambda d: "",
         ["--preset", "math"],
-        "preset must be one of 'none', 'answers', 'prose', 'prices', got 'math'",
+        "preset must be one of 'none', 'answers', 'prose', 'prices', 'measurements', got 'math'",
     ),
     "fractions out of domain": (
         lambda d: "",
