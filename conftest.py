@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).parent / "numdiff_component"
 SPARK_MODULES = (PACKAGE / "engines" / "spark.py", PACKAGE / "spark.py")
 
@@ -29,12 +27,3 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
         return True
     return None
 
-
-def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
-    # Under pytest-xdist each worker starts its own Spark (a JVM, seconds and hundreds of MiB):
-    # the tests that use Spark in this process (the `spark` fixture, spark.py's examples) all go
-    # to one worker (--dist loadgroup). Those that start Spark in processes of their own go to
-    # any worker.
-    for item in items:
-        if Path(item.path) in SPARK_MODULES or "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -139,20 +139,6 @@ def headline(aggregates: Mapping[str, float]) -> str:
     return f"Mean score {text} · passed {round(rate * n):,} of {n:,} rows ({rate:.1%})"
 
 
-def gate_failure(pass_rate: float, fail_under: float) -> str:
-    """Why the quality gate failed, with enough digits to show that the rate is below the bar.
-
-    >>> gate_failure(0.5, 0.9)
-    'pass rate 0.5000 is below --fail-under 0.9'
-    >>> gate_failure(0.9, 0.9000000000000001)
-    'pass rate 0.9 is below --fail-under 0.9000000000000001'
-    """
-    rate, bar = f"{pass_rate:.4f}", f"{fail_under:g}"
-    if float(rate) >= float(bar):  # rounded, they would look like a pass
-        rate, bar = repr(float(pass_rate)), repr(float(fail_under))
-    return f"pass rate {rate} is below --fail-under {bar}"
-
-
 def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, float]:
     """Aggregate scored rows: ``mean_score``, ``pass_rate``, ``mae``, ``mean_score_stderr``,
     ``n_rows``, ``n_unparseable`` (SPEC §3).

@@ -2,9 +2,10 @@
 model meant, said when it would change the result, with the count of rows it would change.
 
 The job hands each scored batch to `PresetHint.add`, which keeps the first failing (or
-unparseable) rows and the first passing rows, at most `SAMPLE_ROWS` of each; `PresetHint.note`
-then scores those rows again with each other preset (the options given explicitly kept). No
-second pass over the table: the cost is bounded whatever its size.
+unparseable) rows and the first passing rows, at most `SAMPLE_ROWS` of each; `PresetHint.best`
+then scores those rows again with each other preset (the options given explicitly kept) and
+returns the best as `PresetAdvice`, which the job puts in words. No second pass over the table:
+the cost is bounded whatever its size.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SAMPLE_ROWS = 200
 
 @dataclass
 class PresetHint:
-    """Collects the rows to try the presets on; `note` says which preset would do better."""
+    """Collects the rows to try the presets on; `best` says which preset would do better."""
 
     options: Options
     output_col: str
@@ -44,9 +45,9 @@ class PresetHint:
         self.n_failing += len(passed) - n_passed
         self.n_passing += n_passed
 
-    def note(self) -> str | None:
-        """The preset that passes more of the rows kept than it fails, the best one, said with
-        its counts (and the pass rate it would give, when every row was kept); else ``None``."""
+    def best(self) -> PresetAdvice | None:
+        """The preset that passes more of the rows kept than it fails, the best one, with its
+        counts; ``None`` when no preset would."""
         if not self.n_failing:
             return None
         failing = pd.concat(self.failing, ignore_index=True)
@@ -65,19 +66,33 @@ class PresetHint:
         if best is None:
             return None
         _, preset, gained, lost = best
-        return f"--preset {preset} (-P preset={preset}) would " + self._counts(gained, lost)
+        tried = min(self.n_failing, SAMPLE_ROWS), min(self.n_passing, SAMPLE_ROWS)
+        return PresetAdvice(preset, gained, lost, *tried, self.n_failing, self.n_passing)
 
     def _passed(self, rows: pd.DataFrame, options: Options) -> pd.Series:
         return score_frame(rows, self.output_col, self.expected_col, options)["passed"]
 
-    def _counts(self, gained: int, lost: int) -> str:
-        failing, passing = min(self.n_failing, SAMPLE_ROWS), min(self.n_passing, SAMPLE_ROWS)
-        whole = self.n_failing == failing and self.n_passing == passing
-        the = "the" if whole else "the first"  # else counts of a sample, the first rows
-        said = f"pass {gained:,} of {the} {failing:,} failing rows"
-        said += f" and fail {lost:,} of {the} {passing:,} passing ones" if lost else ""
-        if not whole:
-            return said
+
+@dataclass(frozen=True)
+class PresetAdvice:
+    """A preset that would pass more rows: of the failing rows it was tried on, ``gained``
+    pass; of the passing ones, ``lost`` fail."""
+
+    preset: str
+    gained: int
+    lost: int
+    failing_tried: int
+    passing_tried: int
+    n_failing: int  # in the whole table
+    n_passing: int
+
+    @property
+    def whole(self) -> bool:
+        """Whether it was tried on every row (so its pass rates are the table's)."""
+        return (self.failing_tried, self.passing_tried) == (self.n_failing, self.n_passing)
+
+    @property
+    def pass_rates(self) -> tuple[float, float]:
+        """The table's pass rate now and with the preset (when `whole`)."""
         n = self.n_failing + self.n_passing
-        before, after = self.n_passing / n, (self.n_passing + gained - lost) / n
-        return said + f" (pass rate {before:.4f} -> {after:.4f})"
+        return self.n_passing / n, (self.n_passing + self.gained - self.lost) / n

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import AGGREGATE_NAMES, InputError, Totals, aggregate, score, score_frame
-from tests.conftest import SPEC_ROWS, spec_table
+from tests.fixtures.tables import SPEC_ROWS, spec_table
 
 BIG = "1.7976931348623157e308"
 

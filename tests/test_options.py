@@ -13,8 +13,9 @@ import click
 import pytest
 
 from numdiff_component import OptionError, Options, score
-from numdiff_component.cli.main import log_model, scoring_options
+from numdiff_component.cli.main import log_model
 from numdiff_component.cli.main import score as score_command
+from numdiff_component.cli.options import scoring_options
 from numdiff_component.options import (
     OPTION_NAMES,
     PRESET_OPTIONS,
@@ -327,10 +328,10 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
 
 def _options_of(command: click.Command, args: list[str]) -> Options:
     """What the command would run with: its arguments parsed, the options made from them."""
-    from numdiff_component.cli.main import _given
+    from numdiff_component.cli.options import given_options
 
     context = command.make_context(command.name, list(args))  # parsed only, not run
-    return Options.of(None, **_given({name: context.params[name] for name in OPTION_NAMES}))
+    return Options.of(None, **given_options({name: context.params[name] for name in OPTION_NAMES}))
 
 
 @pytest.mark.parametrize("command", [score_command, log_model], ids=["score", "log-model"])

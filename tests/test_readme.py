@@ -83,7 +83,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours: a terminal shows them, it does
 _RUN_WORDS = {"continued", "slow"}
 _MARK = "<<<readme-command-done>>>"
 _SPARK = re.compile(r"--engine[ =]spark|numdiff_component\.spark|\bpyspark\b")
-XDIST = importlib.util.find_spec("xdist") is not None
 
 
 @dataclass
@@ -201,10 +200,6 @@ def _params() -> Iterator[object]:
     for group in groups(RUNNABLE):
         where = group[0].where
         marks: list[pytest.MarkDecorator] = []
-        if XDIST:  # with --dist loadgroup, a page's scripts share a worker and its one process;
-            # a command (with the blocks continued after it) has a folder of its own: any worker
-            name = group[0].page if batched(group) else where
-            marks.append(pytest.mark.xdist_group(name=name))
         if any("slow" in block.run for block in group):
             marks.append(pytest.mark.slow)
         key = tuple(block.content for block in group)
@@ -388,9 +383,10 @@ def pages(
         and item.originalname == "test_block"
     ]
     # An xdist worker collects every test but runs only those it is sent: unless a page's
-    # blocks all come to one worker (--dist loadgroup), each script runs on its own.
-    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("dist", "") != (
-        "loadgroup"
+    # blocks all come to one worker (--dist loadscope: its class), each script runs on its own.
+    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("dist", "") not in (
+        "loadscope",
+        "loadfile",
     ):
         selected = []
     return Pages(tmp_path_factory.mktemp("pages"), _empty_store, selected)
@@ -468,8 +464,7 @@ def _run_session(block: Block, work: Path, env: dict[str, str]) -> None:
             pytest.fail(_mismatch(block.where, f"$ {command}", want, got))
 
 
-@pytest.mark.parametrize("group", list(_params()))
-def test_block(group: list[Block], pages: Pages) -> None:
+def _check_group(group: list[Block], pages: Pages) -> None:
     if batched(group):
         _check_script(group[0], pages.script(group[0]))
         return
@@ -477,6 +472,27 @@ def test_block(group: list[Block], pages: Pages) -> None:
     run = {"script": _run_script, "shell": _run_shell, "session": _run_session}
     for block in group:
         run[block.kind](block, work, env)
+
+
+def _page_tests(page: str, params: list[object]) -> type:
+    """The blocks of ``page`` as one class: pytest-xdist's ``--dist loadscope`` sends a class's
+    tests to one worker, so that a page's scripts run together in its one process, and the pages
+    spread over the workers."""
+
+    @pytest.mark.parametrize("group", params)
+    def test_block(self: object, group: list[Block], pages: Pages) -> None:
+        _check_group(group, pages)
+
+    name = "TestPage_" + re.sub(r"\W", "_", page)
+    return type(name, (), {"test_block": test_block})
+
+
+_BY_PAGE: dict[str, list[object]] = {}
+for _param in _params():
+    _BY_PAGE.setdefault(_param.values[0][0].page, []).append(_param)
+for _page, _page_params in _BY_PAGE.items():
+    _class = _page_tests(_page, _page_params)
+    globals()[_class.__name__] = _class
 
 
 DOCTEST_PAGES = [p for p in PAGES if any(b.kind == "doctest" for b in BLOCKS[p])]

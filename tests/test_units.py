@@ -26,7 +26,7 @@ from numdiff_component.reading.grammar import CURRENCY
 from numdiff_component.reading.quantities import parse_quantities, parse_quantity
 from numdiff_component.reading.units import ALIASES, MAX_UNIT, STOP, unit_run
 from numdiff_component.scoring import RESULT_COLUMNS
-from tests.conftest import invoke
+from tests.fixtures.commands import invoke
 
 LENIENT = Options(units="lenient")
 

@@ -32,7 +32,8 @@ from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_col
 from numdiff_component.unit_scoring import UNIT_LABELS
 
 METRIC_NAME = "numeric_diff"
-"""The ``evaluator_config`` key whose dict of options overrides the metric's own options."""
+"""The name of the metric and of the scorer (their options in ``evaluator_config``: under
+``numeric_diff_options``, the metric's parameter)."""
 
 
 # --- the mlflow.models.evaluate metric -----------------------------------------------------------

@@ -27,8 +27,9 @@ from mlflow.types import ColSpec, Schema
 
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import OPTION_NAMES, Options
-from numdiff_component.scoring import UNIT_SCHEMA, result_schema, score_frame
+from numdiff_component.scoring import result_schema, score_frame
 from numdiff_component.tracking.boundary import mlflow_run, within
+from numdiff_component.unit_scoring import UNIT_SCHEMA
 
 INPUT_COLUMNS = ("output", "expected")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow", "pint")

@@ -58,7 +58,7 @@ def compare(
     from numdiff_component.compare.comparison import compare_results, resolve_id_col, run_warnings
     from numdiff_component.compare.render import format_text, to_json
     from numdiff_component.errors import visible
-    from numdiff_component.tracking.boundary import load_results, log_comparison
+    from numdiff_component.tracking.records import load_results, log_comparison
 
     a, b = load_results(run_a), load_results(run_b)
     for side, run in (("A", a), ("B", b)):

@@ -8,8 +8,6 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
-import atexit
-import logging
 import os
 import signal
 import sys
@@ -28,11 +26,16 @@ from numdiff_component.cli.options import (
     output_failed,
     scoring_options,
 )
-from numdiff_component.cli.options import _given as _given  # the option values, as tests see them
 from numdiff_component.cli.output import Progress, print_outcome
-from numdiff_component.cli.output import summary_lines as summary_lines
-from numdiff_component.errors import Stopped, check_stopped, stop
+from numdiff_component.errors import Stopped, check_stopped
 from numdiff_component.options import Options
+from numdiff_component.process import (
+    after_command,
+    end_process_at_exit,
+    hold_closed_outputs,
+    set_exit_code,
+    stop_on_signals,
+)
 
 # Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
@@ -152,16 +155,19 @@ def score(
 
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    from numdiff_component.job.run import JobConfig, run_job
+    from numdiff_component.job.config import JobConfig, Scoring
+    from numdiff_component.job.run import run_job
     from numdiff_component.tracking.settings import check_store_location
 
     check_store_location()
     config = JobConfig(
         predictions=source,
-        output_col=output_col,
-        expected_col=expected_col,
-        id_col=id_col or None,
-        options=options,
+        scoring=Scoring(
+            options=options,
+            output_col=output_col,
+            expected_col=expected_col,
+            id_col=id_col or None,
+        ),
         format=fmt,
         results_dir=results_dir,
         experiment_name=experiment_name,
@@ -179,13 +185,12 @@ def score(
     if progress is not None:
         progress.done()
     if not quiet:
-        print_outcome(outcome, options.threshold)
+        print_outcome(outcome)
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results)
-    if outcome.evaluation.gate == "failed":
-        from numdiff_component.aggregate import gate_failure
-
-        fail(gate_failure(outcome.evaluation.aggregates["pass_rate"], fail_under), EXIT_GATE)
+    gate = outcome.evaluation.gate
+    if gate is not None and not gate.passed:
+        fail(gate.message, EXIT_GATE)
 
 
 SAMPLE = "sample"
@@ -217,7 +222,7 @@ def _predictions(given: str | None) -> str | None:
                 f"{os.path.join(caller or '.', SAMPLE)!r}; write ./{SAMPLE} for the file"
             )
         return None
-    from numdiff_component.inputs.tables import local_path
+    from numdiff_component.inputs.sources import local_path
 
     if caller is not None and local_path(given) == given and not os.path.isabs(given):
         return os.path.join(caller, given)  # as MLflow reads a parameter of type path
@@ -284,86 +289,21 @@ def log_model(
 cli.add_command(compare)
 
 
-def _signalled(signum: int, frame: object) -> None:
-    # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
-    # a partial file) runs to its end, and the exit code and the message name the same signal.
-    # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
-    for other in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(other, _ignored)
-    stop(signum)
-
-
-def _ignored(signum: int, frame: object) -> None:
-    pass
-
-
-def _stopped_at_exit(signum: int, frame: object) -> None:
-    """A signal once the command is done (MLflow's and the temporary copies' clean-up at exit):
-    stop at once with the signal's code, not with a traceback from an exit handler."""
-    os._exit(128 + signum)
-
-
-def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    # A signal's exception lost in a finalizer or a callback is raised again by check_stopped:
-    # not a second message. Anything else is said as Python says it.
-    if not isinstance(unraisable.exc_value, Stopped):
-        sys.__unraisablehook__(unraisable)
-
-
-_exit_code = 1  # what the process ends with: the command's code once it has one
-
-
-def _end_process() -> None:
-    """The last exit handler (the first registered): the process ends here, once the other
-    exit handlers have run, and Python's finalization never starts. pyarrow lets go of the
-    Python buffers it read a stream through in threads of its own; one let go while Python
-    finalizes aborts the process ("terminate called without an active exception", exit 134;
-    the cores show ``PyBuffer::~PyBuffer`` taking the GIL in a pyarrow thread while the main
-    thread is in ``Py_FinalizeEx``), now and then after a bad CSV row."""
-    logging.shutdown()  # registered before this handler, so it would not run otherwise
-    code = _exit_code
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()  # never None: main gave a closed one a stream
-        except OSError:  # output lost at the very end: not a success (120, as Python says it)
-            code = code or 120
-        except ValueError:  # closed
-            pass
-    os._exit(code)
-
-
-def _hold_closed_outputs() -> None:
-    """A standard output or error that was closed (``>&-``, as cron may start a job) gets
-    /dev/null on its descriptor, so that no file the job opens takes that number and receives
-    what is meant for the terminal. Writing to a closed stdout still fails (opened for reading,
-    as the shell says: "Bad file descriptor"), so the command's code tells that its output was
-    lost; a closed stderr has nobody to tell, and takes what is written."""
-    for fd, flags, name in ((1, os.O_RDONLY, "stdout"), (2, os.O_WRONLY, "stderr")):
-        if getattr(sys, name) is not None:
-            continue
-        spare = os.open(os.devnull, flags)
-        if spare != fd:
-            os.dup2(spare, fd)
-            os.close(spare)
-        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 (the process's own)
-
-
 def main() -> None:
-    global _exit_code
-    _hold_closed_outputs()
-    atexit.register(_end_process)
+    """The ``numdiff`` command: the process ends with its exit code at exit
+    (`process.end_process_at_exit`), a signal stops it with one line."""
+    hold_closed_outputs()
+    end_process_at_exit()
     try:
         _main()
     except SystemExit as exc:  # an int, None (0) or a message Python has printed (1)
-        _exit_code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        set_exit_code(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
         raise
-    _exit_code = 0
+    set_exit_code(0)
 
 
 def _main() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _signalled)
-    sys.unraisablehook = _unraisable
+    stop_on_signals()
     stopped = False  # by a signal: then a later one changes neither the message nor the code
     try:
         try:
@@ -378,10 +318,4 @@ def _main() -> None:
     except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
         output_failed(exc)
     finally:
-        # Stopped: a later signal is ignored by the system itself, also while the interpreter
-        # shuts down (when Python's own handlers are gone), so the code agrees with the message.
-        try:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
-        except Stopped as exc:  # one that came as the command ended, its handler run only now
-            _stopped_at_exit(exc.args[0], None)
+        after_command(stopped)

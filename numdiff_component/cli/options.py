@@ -164,7 +164,7 @@ def _option_value(spec: OptionSpec, value: Any) -> Any:
     return value
 
 
-def _given(values: Mapping[str, Any]) -> dict[str, Any]:
+def given_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """The options given on the command line: not None, and for ``preset`` and the options a
     preset sets, not "" (the MLproject passes "" for "not given"); for a list option, not
     empty nor one "" (the MLproject's)."""
@@ -187,7 +187,7 @@ def scoring_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name in OPTION_NAMES}
-        return func(*args, options=Options.of(None, **_given(values)), **kwargs)
+        return func(*args, options=Options.of(None, **given_options(values)), **kwargs)
 
     for spec in reversed(SCHEMA):
         wrapper = _click_option(spec)(wrapper)

@@ -67,13 +67,15 @@ class Progress:
         click.echo(err=True)
 
 
-def print_outcome(outcome: JobOutcome, threshold: float) -> None:
+def print_outcome(outcome: JobOutcome) -> None:
     """The summary of a finished job on stdout: its source, aggregates, notes, run and results.
     Paths are the user's text: an escape sequence or U+202E is shown, not obeyed."""
     from numdiff_component.errors import visible
 
     click.echo(f"numeric diff: {visible(outcome.evaluation.source)}")
-    click.echo("\n".join(summary_lines(outcome.evaluation.aggregates, threshold)))
+    evaluation = outcome.evaluation
+    threshold = evaluation.scoring.options.threshold
+    click.echo("\n".join(summary_lines(evaluation.aggregates, threshold)))
     for note in outcome.evaluation.notes:
         click.echo(f"  note: {note}")
     if outcome.run_id:

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, check_stopped
-from numdiff_component.inputs.tables import StreamBroken, Table, mixed_columns, open_table
+from numdiff_component.inputs.json_tables import mixed_columns
+from numdiff_component.inputs.tables import StreamBroken, Table, open_table
 from numdiff_component.job.config import JobConfig
 from numdiff_component.job.results import file_metadata
 from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
@@ -57,21 +58,24 @@ class PandasEngine:
     ) -> Generator[pd.DataFrame, None, None]:
         """Score ``table`` into ``path``, yielding each batch's results once its write has
         started: the frames must not be modified (the write may still be reading them)."""
+        scoring = config.scoring
         tmp = _ResultsFile(path.with_name(f".{path.name}.partial"))
         try:
             for batch in table.batches(batch_rows):
                 if tmp.schema is None:
                     check_columns(
                         batch.columns,
-                        config.output_col,
-                        config.expected_col,
-                        config.id_col,
-                        config.options,
+                        scoring.output_col,
+                        scoring.expected_col,
+                        scoring.id_col,
+                        scoring.options,
                     )
-                results = score_frame(batch, config.output_col, config.expected_col, config.options)
-                arrow = _to_arrow(results)
+                results = score_frame(
+                    batch, scoring.output_col, scoring.expected_col, scoring.options
+                )
+                arrow = to_arrow(results)
                 if tmp.schema is None:
-                    metadata = {**(arrow.schema.metadata or {}), **file_metadata(config)}
+                    metadata = {**(arrow.schema.metadata or {}), **file_metadata(scoring)}
                     tmp.open(arrow.schema.with_metadata(metadata))
                 elif arrow.schema != tmp.schema:
                     try:
@@ -156,7 +160,7 @@ class _ResultsFile:
         self.path.unlink(missing_ok=True)
 
 
-def _to_arrow(results: pd.DataFrame) -> pa.Table:
+def to_arrow(results: pd.DataFrame) -> pa.Table:
     """The results as an Arrow table. A column mixing JSON types (text and numbers, an integer
     beyond 2**53 beside a float) fits no Parquet type: each of its values is stored as its JSON
     text (``5``, ``"5"``, ``true``, ``9007199254740993``), null as null, nothing lost; the

@@ -35,15 +35,9 @@ from numdiff_component.engines.spark_cluster import (
 )
 from numdiff_component.errors import InputError, check_stopped, missing_column
 from numdiff_component.inputs.arrow_frames import arrow_frame
-from numdiff_component.inputs.tables import (
-    DEFAULT_BATCH_ROWS,
-    FORMATS,
-    dataset_name,
-    detect_format,
-    local_path,
-    open_table,
-)
-from numdiff_component.job.config import JobConfig
+from numdiff_component.inputs.sources import FORMATS, dataset_name, detect_format, local_path
+from numdiff_component.inputs.tables import open_table
+from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig
 from numdiff_component.job.results import write_folder_metadata
 from numdiff_component.options import Options
 from numdiff_component.scoring import (
@@ -348,15 +342,19 @@ class SparkEngine:
 
     def open(self, config: JobConfig) -> SparkTable:
         table = load_spark_table(config.predictions, config.format, self.spark)
+        scoring = config.scoring
         _check_spark_columns(
-            table.frame, config.output_col, config.expected_col, config.id_col, config.options
+            table.frame, scoring.output_col, scoring.expected_col, scoring.id_col, scoring.options
         )
         return table
 
     def score(
         self, table: SparkTable, config: JobConfig, path: Path
     ) -> Generator[pd.DataFrame, None, None]:
-        results = score_spark(table.frame, config.output_col, config.expected_col, config.options)
+        scoring = config.scoring
+        results = score_spark(
+            table.frame, scoring.output_col, scoring.expected_col, scoring.options
+        )
         # Written under a hidden name, renamed once every batch is handed back: an interrupted
         # or failed job leaves no part of it (not even Spark's _temporary folder).
         partial = path.with_name(f".{path.name}.partial")
@@ -373,7 +371,8 @@ class SparkEngine:
                 fragment_readahead=1,
             )
             yield from (arrow_frame(batch) for batch in batches if batch.num_rows)
-            write_folder_metadata(partial, config)  # what a results file keeps in its metadata
+            # What a results file keeps in its metadata, beside the part files.
+            write_folder_metadata(partial, config.scoring)
             check_stopped()  # the last moment the folder can still be removed as partial
             os.replace(partial, path)
         except BaseException:  # also a signal, or the job closing the iterator early

@@ -11,7 +11,6 @@ Spark Connect server resolves it on the server), so local paths go to Spark as a
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import hashlib
@@ -20,7 +19,6 @@ import os
 import re
 import shutil
 import socket
-import tempfile
 import time
 import weakref
 import zipfile
@@ -30,7 +28,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.inputs.tables import local_path
+from numdiff_component.inputs.sources import local_path
+from numdiff_component.process import seconds_setting, temporary_folder
 
 CONNECT_PORT = 15002
 """Spark Connect's port when ``sc://host`` names none."""
@@ -62,8 +61,7 @@ def code_zip() -> Path:
             # A fixed time: the same files make the same bytes, hence the same name.
             archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), path.read_bytes())
     data = buffer.getvalue()
-    folder = Path(tempfile.mkdtemp(prefix="numdiff-code-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = Path(temporary_folder("numdiff-code-"))
     path = folder / f"numdiff_component-{hashlib.sha256(data).hexdigest()[:16]}.zip"
     path.write_bytes(data)
     return path
@@ -109,17 +107,6 @@ def spark_uri(source: str) -> str:
 # --- reaching the cluster ---------------------------------------------------------------------
 
 
-def _timeout() -> float:
-    text = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        seconds = float(text) if text else DEFAULT_TIMEOUT_S
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < 3600:
-        raise InputError(f"{TIMEOUT_ENV} must be a number of seconds in (0, 3600), got {text!r}")
-    return seconds
-
-
 def _addresses(url: str) -> list[tuple[str, int]]:
     """The host:port pairs of ``sc://host[:port]/;params`` or ``spark://h1:p1,h2:p2``."""
     scheme, _, rest = url.partition("://")
@@ -137,7 +124,7 @@ def check_reachable(url: str) -> None:
     """Raise `ClusterUnreachable` unless one address of ``url`` (``sc://`` or ``spark://``)
     accepts a connection within the deadline (``NUMDIFF_SPARK_TIMEOUT``, 10 s by default).
     Spark itself would retry for minutes."""
-    timeout = _timeout()
+    timeout = seconds_setting(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
     addresses = _addresses(url)
     deadline = time.monotonic() + timeout
     reason = "no host in the URL"
@@ -198,12 +185,12 @@ def cluster_errors(doing: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if _ours(exc) or not _spark_failure(exc):
+        if _numdiff_error(exc) or not _spark_failure(exc):
             raise
         raise cluster_error(exc, doing) from exc
 
 
-def _ours(exc: BaseException) -> bool:
+def _numdiff_error(exc: BaseException) -> bool:
     return isinstance(exc, (InputError, TrackingError))
 
 

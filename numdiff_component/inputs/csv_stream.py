@@ -1,23 +1,13 @@
-"""pyarrow's streaming CSV reader over a stream that pyarrow reads from threads of its own.
-
-pyarrow reads a Python stream ahead of the rows asked for, in a thread of its own, and lets
-go of it there. Two things can then go wrong:
-
-- a reader stopped early (an error in a row, a signal) may still be reading when the stream is
-  closed; the stream's file descriptor, given again to the next file opened, would then be read
-  by that reader, and the next file loses bytes (measured: rows missing from the CSV file read
-  right after the header's reader);
-- a pyarrow thread that lets go of a block it read (a Python buffer) or enters Python while the
-  interpreter finalizes aborts the process ("terminate called without an active exception",
-  exit 134). The ``numdiff`` command ends before finalization (`numdiff_component.cli.main`);
-  in other processes (the tests) the streams are waited for at exit, and a reader stopped early
-  is run out before it is let go, which leaves few blocks in flight.
-"""
+"""pyarrow's streaming CSV reader over a Python stream, which pyarrow reads ahead in threads of
+its own: `csv_reader` makes sure that once its block ends no such thread reads the stream any
+more (its file descriptor may be given to the next file opened), and that the process waits at
+exit for the threads still holding one (a pyarrow thread that lets go of a Python buffer while
+the interpreter finalizes aborts the process; the ``numdiff`` command ends before that)."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import functools
 import gc
 import io
 import threading
@@ -28,7 +18,10 @@ from contextlib import contextmanager
 from typing import IO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+
+from numdiff_component.process import at_exit_once
 
 
 class _CrlfWhole(io.RawIOBase):
@@ -59,7 +52,6 @@ class _CrlfWhole(io.RawIOBase):
 _read_by_arrow: weakref.WeakSet[_CrlfWhole] = weakref.WeakSet()
 
 
-@atexit.register
 def _let_go_of_streams(seconds: float = 5.0) -> None:
     if _read_by_arrow:
         gc.collect()  # a reader still held by an exception's reference cycle
@@ -77,6 +69,7 @@ def csv_reader(
 ) -> Iterator[pa_csv.CSVStreamingReader]:
     """pyarrow's streaming reader of the CSV text in ``stream``; once the block ends, whatever
     happened in it, the reader reads no more of ``stream``, which can be closed."""
+    at_exit_once(_let_go_of_streams)
     source = _CrlfWhole(stream)
     reader = pa_csv.open_csv(source, read, parse, convert)
     try:
@@ -87,3 +80,29 @@ def csv_reader(
         with contextlib.suppress(pa.ArrowException):
             for _ in reader:
                 pass
+
+
+def longest_row(table: pa.Table) -> int:
+    """The bytes of the longest row's cells."""
+    lengths = [pc.binary_length(column) for column in table.columns]
+    return int(pc.max(functools.reduce(pc.add, lengths)).as_py() or 0)
+
+
+def regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
+    """The reader's rows in order, as tables of at most ``rows`` rows (``None``: no limit) that
+    end once they hold ``size`` bytes or more; sliced and chunked, never copied."""
+    held: list[pa.RecordBatch] = []
+    n = nbytes = 0
+    for batch in reader:
+        if not held and batch.num_rows == 0:
+            held.append(batch)  # an empty file's single batch still gives a frame
+        while batch.num_rows:
+            part = batch.slice(0, batch.num_rows if rows is None else rows - n)
+            batch = batch.slice(part.num_rows)
+            held.append(part)
+            n, nbytes = n + part.num_rows, nbytes + part.nbytes
+            if n == rows or nbytes >= size:
+                yield pa.Table.from_batches(held, reader.schema)
+                held, n, nbytes = [], 0, 0
+    if held:
+        yield pa.Table.from_batches(held, reader.schema)

@@ -21,28 +21,28 @@ Limits, so that no input hangs the process or grows its memory without bound:
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import errno
 import http.client
-import math
 import os
 import select
 import shutil
-import signal
 import stat
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO
 from urllib.parse import unquote, urlparse
 
 from numdiff_component.errors import InputError, first_line
+from numdiff_component.process import (
+    Late,
+    deadline,
+    positive_setting,
+    seconds_setting,
+    temporary_folder,
+)
 
 FORMATS = ("csv", "parquet", "json", "jsonl")
 _EXTENSIONS = {
@@ -65,28 +65,14 @@ MAX_ROW_BYTES = 32 << 20
 MAX_COLUMNS = 10_000
 
 
-def setting(name: str, default: float) -> float:
-    """A positive number from the environment variable ``name``, else ``default``."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{name} must be a positive number, got {text!r}")
-    return value
-
-
 def max_input_bytes() -> int:
-    return int(setting("NUMDIFF_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+    return int(positive_setting("NUMDIFF_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
 
 
 def max_row_bytes() -> int:
     """The longest CSV row read whole (``NUMDIFF_MAX_ROW_BYTES``): such a row takes about 10
     times its bytes of memory (benchmarks/bench_long_row.py: 32 MiB, 278 MiB)."""
-    return int(setting("NUMDIFF_MAX_ROW_BYTES", MAX_ROW_BYTES))
+    return int(positive_setting("NUMDIFF_MAX_ROW_BYTES", MAX_ROW_BYTES))
 
 
 def over_limit(limit: int) -> str:
@@ -186,51 +172,23 @@ def _check_artifact_uri(source: str) -> None:
         )
 
 
-def _temp_folder() -> str:
-    folder = tempfile.mkdtemp(prefix="numdiff-input-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a copy: gone with the process
-    return folder
-
-
-class _Late(BaseException):
-    """A download passed its deadline. Not an `Exception`, which a library may catch."""
-
-
-@contextlib.contextmanager
-def _deadline() -> Iterator[Callable[[float], None]]:
-    """Yields ``arm(seconds)``: from then on, the block ends within ``seconds`` or raises `_Late`.
-    A timer signal, so that a socket read that trickles on is interrupted. Outside the main
-    thread no signal can be used: each read is then bounded by its own timeout only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda seconds: None
-        return
-
-    def expired(signum: int, frame: Any) -> None:
-        raise _Late
-
-    def arm(seconds: float) -> None:
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    try:
-        yield arm
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _input_folder() -> str:
+    """A folder for a copy of the input: gone with the process."""
+    return temporary_folder("numdiff-input-")
 
 
 def _fetch(url: str) -> str:
     """Download ``url`` to a temporary file, within the timeouts and the input limit: the status
     line and headers within the HTTP timeout, the whole download within the download one."""
-    timeout = setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
-    whole = setting("NUMDIFF_DOWNLOAD_TIMEOUT", DOWNLOAD_FACTOR * timeout)
+    timeout = seconds_setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
+    whole = seconds_setting("NUMDIFF_DOWNLOAD_TIMEOUT", DOWNLOAD_FACTOR * timeout)
     limit = max_input_bytes()
     name = PurePosixPath(urlparse(url).path).name  # keeps the extensions, e.g. t.csv.gz
-    path = os.path.join(_temp_folder(), name if name not in ("", ".", "..") else "input")
+    path = os.path.join(_input_folder(), name if name not in ("", ".", "..") else "input")
     slow = f"no answer within {timeout:g} s; raise NUMDIFF_HTTP_TIMEOUT to wait longer"
     started, answered = time.monotonic(), False
     try:
-        with _deadline() as arm:
+        with deadline() as arm:
             arm(timeout)
             with urllib.request.urlopen(url, timeout=timeout) as response, open(path, "wb") as out:
                 answered = True
@@ -238,7 +196,7 @@ def _fetch(url: str) -> str:
                 if (response.length or 0) > limit:
                     raise ValueError(over_limit(limit))
                 copy_within(response, out, limit)
-    except _Late:
+    except Late:
         reason = (
             f"not complete within {whole:g} s; raise NUMDIFF_DOWNLOAD_TIMEOUT to wait longer"
             if answered
@@ -261,9 +219,9 @@ def _fetch(url: str) -> str:
 def _copy_pipe(path: str, source: str) -> str:
     """The named pipe ``path`` copied to a temporary file, waiting at most the HTTP timeout for
     each read: a pipe nobody writes to is refused, not waited on forever."""
-    timeout = setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
+    timeout = seconds_setting("NUMDIFF_HTTP_TIMEOUT", HTTP_TIMEOUT)
     limit = max_input_bytes()
-    copy = os.path.join(_temp_folder(), os.path.basename(path))
+    copy = os.path.join(_input_folder(), os.path.basename(path))
     # Opened without blocking: a blocking open waits for a writer, without any deadline.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     poll = select.poll()
@@ -347,10 +305,10 @@ def locate(source: str, fmt: str | None) -> tuple[str | None, str]:
     scheme = urlparse(source).scheme
     local: str | None
     if scheme in _MLFLOW_SCHEMES:
-        from numdiff_component.tracking.boundary import download_artifact
+        from numdiff_component.tracking.records import download_artifact
 
         _check_artifact_uri(source)
-        local = download_artifact(source, _temp_folder())
+        local = download_artifact(source, _input_folder())
     elif scheme in _HTTP_SCHEMES:
         fmt = fmt or detect_format(source)  # before downloading what could not be read
         local = _fetch(source)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import functools
 import io
 import lzma
 import os
@@ -40,23 +39,18 @@ from typing import IO
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.inputs.arrow_frames import arrow_frame
-from numdiff_component.inputs.csv_stream import csv_reader
+from numdiff_component.inputs.csv_stream import csv_reader, longest_row, regroup
 from numdiff_component.inputs.json_tables import json_batches, json_frame, mixed_columns
 from numdiff_component.inputs.sources import (
-    FORMATS,
-    MAX_COLUMNS,
     check_width,
     copy_within,
     dataset_name,
-    detect_format,
     is_remote,
-    local_path,
     locate,
     max_input_bytes,
     max_row_bytes,
@@ -64,21 +58,6 @@ from numdiff_component.inputs.sources import (
     sample_path,
 )
 from numdiff_component.job.config import DEFAULT_BATCH_ROWS
-
-__all__ = [  # what the rest of the package imports from here
-    "DEFAULT_BATCH_ROWS",
-    "FORMATS",
-    "MAX_COLUMNS",
-    "StreamBroken",
-    "Table",
-    "dataset_name",
-    "detect_format",
-    "is_remote",
-    "local_path",
-    "mixed_columns",
-    "open_table",
-    "sample_path",
-]
 
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused
@@ -285,8 +264,8 @@ def _csv_batches(
         )
         text = pa.schema([(name, pa.string()) for name in names])
         with _open_bytes(path) as stream, csv_reader(stream, read, parse, convert) as reader:
-            for table in _regroup(reader, batch_rows, batch_bytes):
-                if max_row and table.num_rows and _longest_row(table) > max_row:
+            for table in regroup(reader, batch_rows, batch_bytes):
+                if max_row and table.num_rows and longest_row(table) > max_row:
                     raise _RowTooLong
                 yield table.cast(text).to_pandas()
     except pa.ArrowInvalid as exc:
@@ -297,32 +276,6 @@ def _csv_batches(
 
 class _RowTooLong(Exception):
     """A CSV row longer than the row limit."""
-
-
-def _longest_row(table: pa.Table) -> int:
-    """The bytes of the longest row's cells."""
-    lengths = [pc.binary_length(column) for column in table.columns]
-    return int(pc.max(functools.reduce(pc.add, lengths)).as_py() or 0)
-
-
-def _regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
-    """The reader's rows in order, as tables of at most ``rows`` rows (``None``: no limit) that
-    end once they hold ``size`` bytes or more; sliced and chunked, never copied."""
-    held: list[pa.RecordBatch] = []
-    n = nbytes = 0
-    for batch in reader:
-        if not held and batch.num_rows == 0:
-            held.append(batch)  # an empty file's single batch still gives a frame
-        while batch.num_rows:
-            part = batch.slice(0, batch.num_rows if rows is None else rows - n)
-            batch = batch.slice(part.num_rows)
-            held.append(part)
-            n, nbytes = n + part.num_rows, nbytes + part.nbytes
-            if n == rows or nbytes >= size:
-                yield pa.Table.from_batches(held, reader.schema)
-                held, n, nbytes = [], 0, 0
-    if held:
-        yield pa.Table.from_batches(held, reader.schema)
 
 
 def _csv_whole(path: str) -> pd.DataFrame:

@@ -1,7 +1,7 @@
-"""The job of ``numdiff score``: its configuration (`config`), its results folder and what a
-run records of it (`results`), and `run_job` (`run`).
+"""The job of ``numdiff score``: what it is asked (`config`), its results folder (`results`),
+its quality gate (`gate`), what a run records of it (`record`), and `run_job` (`run`).
 
-``from numdiff_component.job import JobConfig, run_job`` works (README, docs/spark.md); the
+``from numdiff_component.job import JobConfig, Scoring, run_job`` works (docs/spark.md); the
 names are looked up on first use, so that the modules below the job (the engines, the report,
 tracking) can import `config` and `results` without importing the job itself.
 """
@@ -11,7 +11,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-_PUBLIC = {"JobConfig": "numdiff_component.job.config", "run_job": "numdiff_component.job.run"}
+_PUBLIC = {
+    "JobConfig": "numdiff_component.job.config",
+    "Scoring": "numdiff_component.job.config",
+    "run_job": "numdiff_component.job.run",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -47,16 +47,6 @@ class Scoring:
     expected_col: str = "expected"
     id_col: str | None = None
 
-    @property
-    def scoring(self) -> Scoring:
-        """Just how rows are scored (without what a subclass adds)."""
-        return Scoring(
-            options=self.options,
-            output_col=self.output_col,
-            expected_col=self.expected_col,
-            id_col=self.id_col,
-        )
-
     def params(self) -> dict[str, str]:
         """As run params (and a results file's metadata), keyed by the MLproject's parameter
         names, valued as the MLproject passes them (`param_value`).
@@ -74,11 +64,12 @@ class Scoring:
 
 
 @dataclass(frozen=True)
-class JobConfig(Scoring):  # its own fields are positional too: JobConfig("preds.csv")
-    """Everything ``numdiff score`` was asked to do: how to score (`Scoring`), the input, where
-    the results go, and what is logged."""
+class JobConfig:
+    """Everything ``numdiff score`` was asked to do: the input, how to score it (`Scoring`),
+    where the results go, and what is logged."""
 
     predictions: str | None = None
+    scoring: Scoring = field(default_factory=Scoring)
     format: str | None = None
     results_dir: str | None = None
     experiment_name: str | None = None

@@ -14,7 +14,6 @@ import errno
 import fcntl
 import hashlib
 import json
-import math
 import os
 import shutil
 import stat
@@ -29,12 +28,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from numdiff_component.aggregate import gate_failure, headline, pass_rate_stderr
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.job.config import Scoring
 from numdiff_component.options import OPTION_NAMES
-from numdiff_component.report.render import markdown, text
 
 PREFIX = "numeric_diff"
 """The namespace of what the project records: artifact folder, metrics, tags, file metadata."""
@@ -305,117 +302,3 @@ def read_local(path: Path, ref: str, name: str | None = None) -> RunResults:
         raise InputError(f"cannot read {name or repr(ref)} as parquet: {first_line(exc)}") from exc
     ours = {k: v for k, v in metadata.items() if k.startswith(f"{PREFIX}/")}
     return RunResults(arrow_frame(table), ref, recorded(ours))
-
-
-# --- what a run records of a job: params, metrics, tags, the table shown in the UI ----------------
-
-
-@dataclass(frozen=True)
-class Evaluation(Scoring):
-    """What one scoring job logs: how rows were scored (`Scoring`), where the table came from,
-    what came out."""
-
-    source: str
-    dataset_name: str
-    aggregates: Mapping[str, float]
-    results_dir: Path
-    n_rows: int
-    engine: str = "pandas"
-    fail_under: float | None = None  # the quality gate, when one was asked for
-    notes: tuple[str, ...] = ()  # one-line hints shown with the results
-    reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
-
-    @property
-    def gate(self) -> str | None:
-        """``"passed"`` or ``"failed"`` when a gate was asked for (pass rate >= fail_under)."""
-        if self.fail_under is None:
-            return None
-        return "passed" if self.aggregates["pass_rate"] >= self.fail_under else "failed"
-
-    def description(self) -> str:
-        """The run's description (Markdown): the headline, the input, the gate. Every string a
-        user gave (the input, the notes) is shown as inert text, as in ``summary.md``: no code
-        span, link, image, heading or HTML can come out of it."""
-        unparseable = int(self.aggregates["n_unparseable"])
-        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
-        if "n_unit_mismatch" in self.aggregates:  # units on (SPEC §2.2)
-            summary += f"; {int(self.aggregates['n_unit_mismatch']):,} unit mismatches"
-        lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
-        lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
-        if self.fail_under is not None:
-            rate = self.aggregates["pass_rate"]
-            if self.gate == "failed":
-                why = gate_failure(rate, self.fail_under)  # as the terminal says it
-            else:
-                shown, bar = f"{rate:.4f}", f"{self.fail_under:g}"
-                if float(shown) < float(bar):  # rounded, it would look like a failure
-                    shown, bar = repr(float(rate)), repr(float(self.fail_under))
-                why = f"pass rate {shown} >= --fail-under {bar}"
-            lines += ["", f"Gate {self.gate}: {why}."]
-        return "\n".join(lines)
-
-
-def _inert(value: str) -> str:
-    return markdown(text(value, None))
-
-
-def params(evaluation: Evaluation) -> dict[str, str]:
-    """The run's params: `Scoring.params` and ``predictions`` (the input), named as the
-    MLproject names its parameters, valued as it passes them."""
-    return {**evaluation.params(), "predictions": evaluation.source}
-
-
-def new_params(wanted: Mapping[str, str], logged: Mapping[str, str]) -> dict[str, str]:
-    """What to log of ``wanted`` to a run that holds ``logged`` (``mlflow run`` logs its entry
-    point's parameters itself): each value once. A param the run lacks is logged; one it holds
-    with the same value (also ``1`` for ``1.0``) is skipped; one it holds with another value (an
-    MLproject's ``""``: not given) gets the resolved value as ``resolved/<name>``, since MLflow
-    refuses to log a param twice with two values.
-
-    >>> new_params({"a": "1.0", "b": "x", "c": "true"}, {"a": "1", "b": "", "d": "4"})
-    {'resolved/b': 'x', 'c': 'true'}
-    """
-    found = {}
-    for name, value in wanted.items():
-        if name not in logged:
-            found[name] = value
-        elif not _same(logged[name], value):
-            found[f"resolved/{name}"] = value
-    return found
-
-
-def _same(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
-
-
-def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
-    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
-    pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
-    values = dict(aggregates)
-    if "pass_rate" in values and "n_rows" in values:
-        values["pass_rate_stderr"] = pass_rate_stderr(values["pass_rate"], values["n_rows"])
-    return {f"{PREFIX}/{k}": float(v) for k, v in values.items() if not math.isnan(v)}
-
-
-def tags(evaluation: Evaluation) -> dict[str, str]:
-    """Run tags: the description, the input, the engine, and the gate when there is one."""
-    values = {
-        "mlflow.note.content": evaluation.description(),
-        f"{PREFIX}.input": evaluation.source,
-        f"{PREFIX}.engine": evaluation.engine,
-    }
-    if evaluation.gate is not None:
-        values[f"{PREFIX}.gate"] = evaluation.gate
-    return values
-
-
-def table_for_ui(results: pd.DataFrame, id_col: str | None) -> pd.DataFrame:
-    """The results ordered for reading: id, label, score, the numbers read, then the input."""
-    first = [id_col] if id_col else []
-    first += ["label", "score", "output_value", "expected_value", "abs_error", "passed"]
-    return results[first + [c for c in results.columns if c not in first]]

@@ -26,30 +26,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from numdiff_component.aggregate import Totals, gate_failure
+from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
-from numdiff_component.hints import PresetHint
-from numdiff_component.inputs.tables import local_path
+from numdiff_component.hints import PresetAdvice, PresetHint
+from numdiff_component.inputs.sources import local_path
 from numdiff_component.job.config import Engine, JobConfig, Source
+from numdiff_component.job.gate import Gate
+from numdiff_component.job.record import Evaluation
 from numdiff_component.job.results import (
-    CLAIM,
     PREFIX,
     RESULTS_PARQUET,
     remove_temporary,
     results_folder,
 )
-from numdiff_component.options import Options
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
-from numdiff_component.tracking.boundary import (
-    LOG_TABLE_MAX_ROWS,
-    Evaluation,
-    import_mlflow,
-    log_evaluation,
-)
+from numdiff_component.tracking.boundary import LOG_TABLE_MAX_ROWS, import_mlflow
+from numdiff_component.tracking.records import log_evaluation
 from numdiff_component.tracking.settings import check_settings
 
-__all__ = ["CLAIM", "ENGINES", "Engine", "JobConfig", "JobOutcome", "engine_for", "run_job"]
+__all__ = ["ENGINES", "JobOutcome", "engine_for", "preset_note", "run_job"]
 
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
@@ -107,10 +103,23 @@ class _Collected:
     report: ReportBuilder | None
     hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
 
-    def notes(self, options: Options) -> tuple[str, ...]:
+    def notes(self) -> tuple[str, ...]:
         """One-line hints for the user, shown with the results."""
-        note = self.hint.note()
-        return () if note is None else (note,)
+        advice = self.hint.best()
+        return () if advice is None else (preset_note(advice),)
+
+
+def preset_note(advice: PresetAdvice) -> str:
+    """The advice of `PresetHint` in words, as ``numdiff score`` and the MLproject take it."""
+    the = "the" if advice.whole else "the first"  # else counts of the first rows
+    said = f"--preset {advice.preset} (-P preset={advice.preset}) would pass {advice.gained:,} "
+    said += f"of {the} {advice.failing_tried:,} failing rows"
+    if advice.lost:
+        said += f" and fail {advice.lost:,} of {the} {advice.passing_tried:,} passing ones"
+    if advice.whole:
+        before, after = advice.pass_rates
+        said += f" (pass rate {before:.4f} -> {after:.4f})"
+    return said
 
 
 def _collect(
@@ -121,7 +130,8 @@ def _collect(
 ) -> _Collected:
     """Add up the result batches: totals, the first input rows, the rows to log, the report."""
     totals, first = Totals(), None
-    hint = PresetHint(config.options, config.output_col, config.expected_col)
+    scoring = config.scoring
+    hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col)
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:
@@ -155,12 +165,12 @@ def _import_mlflow_aside() -> threading.Thread:
     Not before: by then the scoring's own modules are imported (two threads importing modules
     that import each other may see them half made). Waited for before the report's child is
     forked; an error is raised again by the job's own `import_mlflow`."""
-    thread = threading.Thread(target=_quietly, args=(import_mlflow,), daemon=True)
+    thread = threading.Thread(target=_ignoring_errors, args=(import_mlflow,), daemon=True)
     thread.start()
     return thread
 
 
-def _quietly(call: Callable[[], None]) -> None:
+def _ignoring_errors(call: Callable[[], None]) -> None:
     with contextlib.suppress(BaseException):
         call()
 
@@ -197,7 +207,7 @@ def _write_report(
 
 
 def _result_columns(config: JobConfig) -> list[str]:
-    return result_schema(config.options).names
+    return result_schema(config.scoring.options).names
 
 
 def _title(config: JobConfig, source: str | None = None) -> str:
@@ -246,28 +256,29 @@ def _run(
     collected = _score(engine, table, config, path, progress)
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
-    notes = collected.notes(config.options)
+    notes = collected.notes()
     if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
         notes += (INFINITE_MAE,)
     report = collected.report
     # Making the report and importing MLflow take a second or more each: done side by side.
     with (
-        report.made_apart(aggregates, source, notes)
+        report.render_in_child(aggregates, source, notes)
         if report is not None and config.track
         else nullcontext()
     ):
         if config.track:
             import_mlflow()
         reports = _write_report(report, path, aggregates, source, notes)
+    rate = aggregates["pass_rate"]
     evaluation = Evaluation(
-        **vars(config.scoring),
+        scoring=config.scoring,
         source=source,
         dataset_name=table.name,
         aggregates=aggregates,
         results_dir=path.parent,
         n_rows=collected.totals.n,
         engine=config.engine,
-        fail_under=config.fail_under,
+        gate=None if config.fail_under is None else Gate(rate, config.fail_under),
         notes=notes,
         reports=tuple(reports),
     )
@@ -285,8 +296,7 @@ def _run(
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
-        gate, rate = "", aggregates["pass_rate"]
-        if evaluation.gate == "failed" and config.fail_under is not None:  # a failure of its own
-            gate = f"; the gate failed too: {gate_failure(rate, config.fail_under)}"
-        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{gate}") from exc
+        gate = evaluation.gate
+        also = "" if gate is None or gate.passed else f"; the gate failed too: {gate.message}"
+        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{also}") from exc
     return JobOutcome(evaluation, run_id)

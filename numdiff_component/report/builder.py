@@ -25,9 +25,9 @@ from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.options import Options
+from numdiff_component.process import ForkedCall
 from numdiff_component.report.plots import (
     SCORE_EDGES,
-    InChild,
     draw_histogram,
     draw_scatter,
     plural,
@@ -35,7 +35,7 @@ from numdiff_component.report.plots import (
 from numdiff_component.report.render import cells, image, kind, number, render, text
 from numdiff_component.scoring import UNPARSEABLE
 
-__all__ = ["HISTOGRAM_PNG", "REPORT_HTML", "SCATTER_PNG", "SUMMARY_MD", "ReportBuilder"]
+__all__ = ["ReportBuilder"]
 
 _ROW = "row"  # position of a row in the whole table, counted from 1 over all batches
 _STDERR_NOTE = (
@@ -98,7 +98,7 @@ class ReportBuilder:
         ).astype({"key": float, "output_value": float, "expected_value": float, "passed": bool})
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
-        self._made_apart: tuple[tuple[Any, ...], InChild] | None = None
+        self._in_child: tuple[tuple[Any, ...], ForkedCall] | None = None
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
@@ -189,7 +189,7 @@ class ReportBuilder:
         ``notes`` are one-line messages shown under the headline of both reports. On an error
         (a full disk) no file of the report is left in ``folder`` and the error is raised.
         """
-        made = self._made_apart
+        made = self._in_child
         if made is not None and made[0] == (aggregates, source, notes):
             files = made[1].result()
         else:
@@ -218,18 +218,18 @@ class ReportBuilder:
         }
 
     @contextlib.contextmanager
-    def made_apart(
+    def render_in_child(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
     ) -> Iterator[None]:
         """Within the block, a child process makes the report's `files` while this one goes on
-        (`InChild`), and `write` with the same arguments takes them from it. Add no row within
+        (`ForkedCall`), and `write` with the same arguments takes them from it. Add no row within
         the block: the child has the rows added before it. On the way out the child is gone."""
-        with InChild(lambda: self.files(aggregates, source, notes)) as child:
-            self._made_apart = ((aggregates, source, notes), child)
+        with ForkedCall(lambda: self.files(aggregates, source, notes)) as child:
+            self._in_child = ((aggregates, source, notes), child)
             try:
                 yield
             finally:
-                self._made_apart = None
+                self._in_child = None
 
     def plots(self, source: str) -> tuple[bytes, bytes]:
         """The score histogram and the output-vs-expected scatter as PNG, titled with the

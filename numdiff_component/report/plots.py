@@ -4,24 +4,16 @@ output against expected.
 Plots are drawn on a `matplotlib.figure.Figure` with the Agg canvas: no pyplot, no global
 backend switch, no display needed. matplotlib is imported only when a plot is drawn.
 
-`InChild` makes the report (these plots and the rendered text) in a forked child process, so
-that it (a second of CPU, half of it importing matplotlib) overlaps with the job's own slow work
-(importing MLflow); Python threads would take turns instead, both holding the GIL (measured).
+The report (these plots and the rendered text) may be made in a forked child process
+(`ReportBuilder.render_in_child`), so that its second of CPU overlaps with the job's own slow
+work (importing MLflow); Python threads would take turns instead, both holding the GIL.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
-import json
 import math
-import os
-import select
-import signal
-import sys
-import time
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -292,107 +284,3 @@ def _png(fig: Any) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
-
-
-_STOPPING = {signal.SIGINT, signal.SIGTERM}
-
-
-class InChild:
-    """``make()`` run at once in a forked child process (Linux), its files (name: content)
-    taken by `result`.
-
-    The child writes no file: it sends its result back through a pipe and exits, with
-    the default action for SIGINT and SIGTERM (the parent's handlers clean up the parent's
-    files, not the child's business). `result` calls ``make()`` here instead when the child
-    gives nothing within ``timeout`` seconds, failed, or could not be forked, so the result and
-    any error are those of the plain call. `close` (also on the way out of ``with``) kills and
-    reaps the child whatever happened: a signal here leaves no process behind.
-    """
-
-    def __init__(self, make: Callable[[], dict[str, bytes]], timeout: float = 60.0) -> None:
-        self._make = make
-        self._deadline = time.monotonic() + timeout
-        self._pid = self._fd = -1
-        if sys.platform != "linux":  # fork is unsafe on macOS and missing on Windows
-            return
-        read, write = os.pipe()
-        # Until the child has its own handlers, a SIGINT or SIGTERM would run the parent's in
-        # it: they wait, blocked, and reach each process once it is ready for them.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
-        try:
-            self._pid = os.fork()
-        except OSError:  # no memory or process left: made here
-            os.close(read)
-            os.close(write)
-        finally:
-            if self._pid != 0:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if self._pid == 0:
-            self._child(read, write, mask)
-        elif self._pid > 0:
-            os.close(write)
-            self._fd = read
-
-    def _child(self, read: int, write: int, mask: Iterable[int]) -> None:
-        status = 1
-        try:
-            for signum in _STOPPING:
-                signal.signal(signum, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            os.close(read)
-            files = self._make()
-            with open(write, "wb") as pipe:
-                pipe.write(json.dumps({name: len(data) for name, data in files.items()}).encode())
-                pipe.write(b"\n" + b"".join(files.values()))
-            status = 0
-        finally:
-            os._exit(status)  # nothing of the parent's: no exit handler, no buffered output
-
-    @property
-    def pid(self) -> int:
-        """The child's process id; -1 once it is reaped, or when none was forked."""
-        return self._pid
-
-    def result(self) -> dict[str, bytes]:
-        """What ``make()`` returned, in the child or else here."""
-        data = self._read() if self._fd >= 0 else b""
-        self.close()
-        header, _, contents = data.partition(b"\n")
-        try:
-            sizes: dict[str, int] = json.loads(header)
-        except ValueError:  # nothing came: the child failed, was killed or did not answer
-            return self._make()
-        if sum(sizes.values()) != len(contents):  # cut short by a kill
-            return self._make()
-        files, start = {}, 0
-        for name, size in sizes.items():
-            files[name], start = contents[start : start + size], start + size
-        return files
-
-    def _read(self) -> bytes:
-        chunks: list[bytes] = []
-        while (left := self._deadline - time.monotonic()) > 0:
-            if not select.select([self._fd], [], [], left)[0]:
-                return b""  # no answer in time: the child is killed, and it is made here
-            chunk = os.read(self._fd, 1 << 16)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-        return b""
-
-    def close(self) -> None:
-        """Kill and reap the child, close the pipe (again: nothing happens)."""
-        if self._pid > 0:
-            with contextlib.suppress(ProcessLookupError, ChildProcessError):  # reaped elsewhere
-                os.kill(self._pid, signal.SIGKILL)  # a zombie until reaped: its pid stays its own
-                os.waitpid(self._pid, 0)
-            self._pid = -1
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self) -> InChild:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

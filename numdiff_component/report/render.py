@@ -31,7 +31,7 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 @cache
-def _environment(html: bool) -> jinja2.Environment:
+def environment(html: bool) -> jinja2.Environment:
     import jinja2  # here, not above: Spark's workers import this module and need no Jinja2
 
     env = jinja2.Environment(
@@ -48,7 +48,7 @@ def _environment(html: bool) -> jinja2.Environment:
 
 def render(template: str, **values: Any) -> str:
     """Fill ``template`` (``summary.md.j2`` or ``report.html.j2``) with ``values``."""
-    env = _environment(template.endswith(".html.j2"))
+    env = environment(template.endswith(".html.j2"))
     css = env.loader.get_source(env, "report.css")[0] if env.loader else ""
     return env.get_template(template).render(css=css, csp=CSP, **values)
 
@@ -69,12 +69,6 @@ def number(name: str, value: Any) -> str:
     if name.startswith("n_"):
         return f"{int(value):,}"
     return f"{float(value):.6g}"
-
-
-_STDERR_NOTE = (
-    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
-)
 
 
 def text(value: Any, limit: int | None = CELL_CHARS) -> str:

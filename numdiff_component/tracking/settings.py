@@ -5,14 +5,13 @@ the tracking store is. No MLflow here: `numdiff_component.tracking.boundary` app
 from __future__ import annotations
 
 import fcntl
-import math
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlparse
 
 from numdiff_component.errors import InputError
+from numdiff_component.process import seconds_setting
 
 DEFAULT_TIMEOUT = 20.0
 """Seconds each tracking call may take (``NUMDIFF_TRACKING_TIMEOUT``); an upload gets at least
@@ -20,19 +19,8 @@ one more second per MiB."""
 
 
 def tracking_timeout() -> float:
-    """The deadline of each tracking call, in seconds (``NUMDIFF_TRACKING_TIMEOUT``): a number
-    > 0 that a timer can hold, else `InputError` (a bad setting)."""
-    text = os.environ.get("NUMDIFF_TRACKING_TIMEOUT", "")
-    try:
-        seconds = float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds <= threading.TIMEOUT_MAX:
-        raise InputError(
-            "NUMDIFF_TRACKING_TIMEOUT must be a number of seconds > 0 and at most "
-            f"{threading.TIMEOUT_MAX:.0f}, got {text!r}"
-        )
-    return seconds
+    """The deadline of each tracking call, in seconds (``NUMDIFF_TRACKING_TIMEOUT``)."""
+    return seconds_setting("NUMDIFF_TRACKING_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 _HTTP_SETTINGS = (
@@ -61,7 +49,7 @@ def check_store_location() -> None:
     would fail late ("Run … not found") and leave a stray store in the project.
     """
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if not os.environ.get("MLFLOW_RUN_ID") or not _relative_store(uri):
+    if not os.environ.get("MLFLOW_RUN_ID") or not relative_store(uri):
         return
     raise InputError(
         f"MLFLOW_TRACKING_URI {uri!r} is a relative path, which under `mlflow run` names "
@@ -70,7 +58,7 @@ def check_store_location() -> None:
     )
 
 
-def _relative_store(uri: str) -> bool:
+def relative_store(uri: str) -> bool:
     if uri.startswith("sqlite:///"):
         path = uri.removeprefix("sqlite:///")
         return bool(path) and path != ":memory:" and not path.startswith("/")

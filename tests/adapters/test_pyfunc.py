@@ -27,7 +27,8 @@ from numdiff_component import (
 from numdiff_component.adapters.pyfunc import SIGNATURE, log_numeric_diff_model, model_config
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
-from tests.conftest import SCRIPT, free_port, invoke, numdiff_process, one_line_error, stop
+from tests.fixtures.commands import SCRIPT, invoke, numdiff_process, one_line_error
+from tests.fixtures.servers import free_port, stop
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 TABLE = pd.DataFrame(

@@ -15,19 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numdiff_component.inputs.tables import sample_path
-from numdiff_component.job.run import CLAIM
+from numdiff_component.inputs.sources import sample_path
+from numdiff_component.job.results import CLAIM
 from numdiff_component.options import PRESETS
-from tests.conftest import (
-    MODULE,
-    TABLE_FORMATS,
-    free_port,
-    invoke,
-    numdiff_process,
-    one_line_error,
-    write_file,
-    write_table,
-)
+from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.servers import free_port
+from tests.fixtures.tables import TABLE_FORMATS, write_file, write_table
 
 
 def test_help_does_not_import_mlflow() -> None:

@@ -14,7 +14,7 @@ import pytest
 from numdiff_component import InputError, score_frame
 from numdiff_component.compare.comparison import align, compare_results, mcnemar_p_value
 from numdiff_component.compare.render import to_json
-from tests.conftest import invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 
 def results(ids: list[str], outputs: list[str], expected: list[str]) -> pd.DataFrame:
@@ -259,7 +259,8 @@ def test_many_rows_in_another_order_are_paired_by_id() -> None:
 
 
 def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_path: Path) -> None:
-    from numdiff_component.job.run import JobConfig, run_job
+    from numdiff_component.job.config import JobConfig, Scoring
+    from numdiff_component.job.run import run_job
 
     a, b = pair(30, regress={4}, improve={9})
     for name, frame in (("a", a), ("b", b.sample(frac=1, random_state=1))):
@@ -267,7 +268,7 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
         inputs.to_csv(tmp_path / f"{name}.csv", index=False)
         config = JobConfig(
             predictions=str(tmp_path / f"{name}.csv"),
-            id_col="id",
+            scoring=Scoring(id_col="id"),
             results_dir=str(tmp_path / name),
             track=False,
         )
@@ -281,12 +282,15 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
 
 
 def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> None:
-    from numdiff_component.job.run import JobConfig, run_job
+    from numdiff_component.job.config import JobConfig, Scoring
+    from numdiff_component.job.run import run_job
     from numdiff_component.options import Options
 
     b = Options(pick="last", threshold=0.9, markers=["Result", "Final answer"])
     for name, options in (("a", Options()), ("b", b)):
-        config = JobConfig(results_dir=str(tmp_path / name), options=options, track=False)
+        config = JobConfig(
+            scoring=Scoring(options=options), results_dir=str(tmp_path / name), track=False
+        )
         run_job(config)
     a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
     text = invoke("compare", a_file, b_file).stdout

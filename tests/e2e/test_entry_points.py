@@ -24,7 +24,8 @@ from numdiff_component import (
 )
 from numdiff_component.adapters.pyfunc import NumericDiffModel, model_config
 from numdiff_component.options import SCHEMA
-from tests.conftest import LIST_READINGS, SPEC_READINGS, invoke, write_table
+from tests.fixtures.commands import invoke
+from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS, write_table
 
 # Presets (SPEC §2.1) through every entry point: texts whose number a preset's options read.
 PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODULE, numdiff_process, one_line_error, refusing_proxy
+from tests.fixtures.commands import MODULE, numdiff_process, one_line_error
+from tests.fixtures.servers import refusing_proxy
 
 GUARD = 60  # seconds: a hang guard for each process, never a measure of speed
 LOG_BATCH = "/runs/log-batch"

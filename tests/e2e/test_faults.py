@@ -23,17 +23,13 @@ import pytest
 
 from numdiff_component.errors import InputError
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.run import CLAIM, JobConfig, run_job
-from tests.conftest import (
-    BOUND,
-    MODULE,
-    invoke,
-    kill_group,
-    numdiff_process,
-    one_line_error,
-    tracking_server,
-    write_file,
-)
+from numdiff_component.job.config import JobConfig
+from numdiff_component.job.results import CLAIM
+from numdiff_component.job.run import run_job
+from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.run import BOUND
+from tests.fixtures.servers import kill_group, tracking_server
+from tests.fixtures.tables import write_file
 
 
 def written(folder: Path) -> list[str]:
@@ -650,7 +646,7 @@ def test_a_server_that_never_answers_ends_in_exit_3_within_the_deadline(
 
 @pytest.mark.slow
 def test_compare_against_a_server_that_is_down_is_exit_3(tmp_path: Path) -> None:
-    from tests.conftest import free_port
+    from tests.fixtures.servers import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     # Hang guard (numdiff_process's timeout): MLflow's own retries would take minutes.

@@ -19,10 +19,11 @@ import pytest
 
 import numdiff_component
 from numdiff_component.errors import InputError
-from numdiff_component.inputs.tables import DEFAULT_BATCH_ROWS, open_table
-from numdiff_component.job.run import JobConfig, run_job
+from numdiff_component.inputs.tables import open_table
+from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
+from numdiff_component.job.run import run_job
 from numdiff_component.scoring import RESULT_COLUMNS
-from tests.conftest import invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 PACKAGE = Path(numdiff_component.__file__).parent
 
@@ -112,10 +113,10 @@ def test_every_row_once_in_order_with_its_values_unchanged(
     run_job(
         JobConfig(
             predictions=str(tmp_path / f"t.{fmt}"),
-            id_col="id",
+            scoring=Scoring(id_col="id"),
             results_dir=str(tmp_path / "res"),
             track=False,
-            plots=False,  # what is tested here is the rows (tests/report/test_report.py: the plots)
+            plots=False,
             batch_rows=batch_rows,
         ),
         progress=seen.append,
@@ -145,8 +146,7 @@ def test_json_object_of_columns_keeps_column_names(tmp_path: Path) -> None:
     run_job(
         JobConfig(
             predictions=str(path),
-            output_col="007",
-            expected_col="2",
+            scoring=Scoring(output_col="007", expected_col="2"),
             track=False,
             results_dir=str(tmp_path / "res"),
         )
@@ -451,7 +451,8 @@ def test_sigint_then_sigterm_leave_no_partial_file(gap_ms: int, tmp_path: Path) 
     import signal
     import time
 
-    from tests.conftest import BOUND, MODULE
+    from tests.fixtures.commands import MODULE
+    from tests.fixtures.run import BOUND
 
     source = tmp_path / "big.csv"
     rows = 600_000

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component.report.render import markdown
-from tests.conftest import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
 
 GUARD = 90  # seconds: a hang guard for each process, never a measure of speed
 

@@ -17,9 +17,9 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from numdiff_component.cli.main import score
-from numdiff_component.inputs.tables import sample_path
+from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
-from tests.conftest import invoke
+from tests.fixtures.commands import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())

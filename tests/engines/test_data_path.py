@@ -14,11 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component import Options, score_frame
-from numdiff_component.engines.pandas_engine import PandasEngine, _to_arrow
-from numdiff_component.inputs.tables import DEFAULT_BATCH_ROWS, _regroup, open_table
+from numdiff_component.engines.pandas_engine import PandasEngine, to_arrow
+from numdiff_component.inputs.csv_stream import regroup
+from numdiff_component.inputs.tables import open_table
+from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.results import file_metadata
-from numdiff_component.job.run import JobConfig, run_job
-from tests.conftest import write_table
+from numdiff_component.job.run import run_job
+from tests.fixtures.tables import write_table
 
 CELLS = [
     ("42", "42"),
@@ -47,9 +49,11 @@ MIXED = pd.DataFrame(
 
 def plain_results(source: str, config: JobConfig) -> pa.Table:
     """The results file's table by the plain path: read whole, score whole, convert."""
-    results = score_frame(open_table(source).read(), options=config.options)
-    arrow = _to_arrow(results)
-    return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **file_metadata(config)})
+    results = score_frame(open_table(source).read(), options=config.scoring.options)
+    arrow = to_arrow(results)
+    return arrow.replace_schema_metadata(
+        {**(arrow.schema.metadata or {}), **file_metadata(config.scoring)}
+    )
 
 
 @pytest.mark.parametrize("batch_rows", [7, 100, DEFAULT_BATCH_ROWS])
@@ -64,8 +68,7 @@ def test_results_file_equals_the_plain_path_cell_for_cell(
         write_table(MIXED, source, row_group_size=100)
     config = JobConfig(
         str(source),
-        id_col="id",
-        options=Options(threshold=0.9),
+        scoring=Scoring(id_col="id", options=Options(threshold=0.9)),
         results_dir=str(tmp_path / "res"),
         track=False,
         plots=False,
@@ -95,7 +98,7 @@ def _batches(sizes: list[int]) -> list[pa.RecordBatch]:
 def test_regroup_keeps_every_row_in_order_in_bounded_tables(rows: int | None, size: int) -> None:
     batches = _batches([0, 5, 1, 13, 0, 7, 2])
     reader = pa.RecordBatchReader.from_batches(batches[0].schema, batches)
-    tables = list(_regroup(reader, rows, size))
+    tables = list(regroup(reader, rows, size))
     whole = pa.Table.from_batches(batches)
     assert pa.concat_tables(tables).equals(whole)  # every row once, in order
     for table in tables:
@@ -119,7 +122,7 @@ def test_closing_the_engine_early_leaves_no_file_and_no_writer_thread(tmp_path: 
     batches = engine.score(engine.open(config), config, path)
     first = next(batches)
     pd.testing.assert_frame_equal(
-        first, score_frame(MIXED.head(64), options=config.options), check_exact=True
+        first, score_frame(MIXED.head(64), options=config.scoring.options), check_exact=True
     )
     batches.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]

@@ -34,14 +34,16 @@ from numdiff_component.engines.spark import (
     spark_session,
 )
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.run import JobConfig, JobOutcome, run_job
+from numdiff_component.job.config import JobConfig, Scoring
+from numdiff_component.job.record import metrics
+from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
-from numdiff_component.tracking.boundary import load_results, metrics
-from tests.conftest import LIST_READINGS, SPEC_READINGS
+from numdiff_component.tracking.records import load_results
+from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS
 
-# One local Spark session (a session fixture per xdist worker): the tests that use it share a
-# worker (conftest.py); the others, which start Spark in processes of their own, go to any.
+# One local Spark session (a session fixture per xdist worker): this file goes to one worker
+# (--dist loadscope).
 pytestmark = pytest.mark.slow
 
 TEXTS = [
@@ -452,8 +454,7 @@ def test_run_spark_job_end_to_end(
     outcome = run_spark_job(
         JobConfig(
             predictions=str(folder),
-            id_col="id",
-            options=options,
+            scoring=Scoring(id_col="id", options=options),
             results_dir=str(tmp_path / "out"),
             experiment_name="spark-e2e",
             run_name="spark",
@@ -537,7 +538,7 @@ def test_pyfunc_model_as_a_spark_udf(spark: Any, tracking_uri: str) -> None:
 
 
 def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
-    from tests.conftest import invoke
+    from tests.fixtures.commands import invoke
 
     result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr

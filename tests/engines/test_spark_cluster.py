@@ -26,17 +26,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from numdiff_component.job.run import JobConfig, run_job
+from numdiff_component.job.config import JobConfig, Scoring
+from numdiff_component.job.run import run_job
 from numdiff_component.options import Options
-from tests.conftest import TEST_JVM_OPTIONS
+from tests.fixtures.run import TEST_JVM_OPTIONS
 
 pyspark = pytest.importorskip("pyspark", reason="needs the spark extra", exc_type=ImportError)
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
 
 pytestmark = pytest.mark.slow
-# One xdist worker starts each server (session fixtures are per worker): the tests of a server
-# share a group.
-CONNECT = pytest.mark.xdist_group("spark-connect")
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_S = 180  # a JVM starting on a loaded two-core machine
@@ -105,7 +103,7 @@ def worker_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def jvm_settings(folder: Path) -> dict[str, str]:
-    """Settings that start every JVM of a cluster or a job with conftest's `TEST_JVM_OPTIONS`:
+    """Settings that start every JVM of a cluster or a job with `TEST_JVM_OPTIONS`:
     a driver or Spark Connect server (``SPARK_SUBMIT_OPTS``), a master or worker
     (``SPARK_DAEMON_JAVA_OPTS``), and the executors a standalone worker starts for an
     application (``spark-defaults.conf`` in ``SPARK_CONF_DIR``, read by every spark-submit)."""
@@ -301,7 +299,9 @@ def pandas_results(workdir: Path) -> dict[tuple[str, ...], pd.DataFrame]:
     found = {}
     for options in (Options(), Options(pick="answer", scale="words")):
         out = workdir / f"pandas-{options.pick}"
-        config = JobConfig(str(workdir / "preds.csv"), options=options, results_dir=str(out))
+        config = JobConfig(
+            str(workdir / "preds.csv"), scoring=Scoring(options=options), results_dir=str(out)
+        )
         run_job(replace(config, track=False, plots=False))
         found[() if options == Options() else READINGS] = results(out)
     return found
@@ -313,7 +313,6 @@ def run_ok(workdir: Path, name: str, *args: str, **kwargs: Any) -> Path:
     return workdir / name
 
 
-@CONNECT
 def test_spark_connect_equals_pandas(
     connect_url: str, workdir: Path, pandas_results: dict[tuple[str, ...], pd.DataFrame]
 ) -> None:
@@ -350,7 +349,6 @@ def run_id(stdout: str) -> str:
     return line.split()[1]
 
 
-@CONNECT
 def test_tracked_run_same_as_the_pandas_engines(connect_url: str, workdir: Path) -> None:
     """Metrics, logged artifacts and the report of a Spark Connect job (the workers lacking the
     package) equal the pandas engine's run on the same table. (The local Spark engine against
@@ -403,7 +401,6 @@ except InputError as exc:
 """
 
 
-@CONNECT
 def test_a_module_missing_on_the_workers_is_named(connect_url: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", FAILING_JOB, connect_url], capture_output=True, text=True

@@ -23,16 +23,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component.errors import InputError
-from numdiff_component.inputs.tables import (
-    MAX_COLUMNS,
-    StreamBroken,
-    Table,
-    is_remote,
-    local_path,
-    open_table,
-)
-from numdiff_component.job.run import JobConfig, run_job
-from tests.conftest import numdiff_process, one_line_error
+from numdiff_component.inputs.sources import MAX_COLUMNS, is_remote, local_path
+from numdiff_component.inputs.tables import StreamBroken, Table, open_table
+from numdiff_component.job.config import JobConfig
+from numdiff_component.job.run import run_job
+from tests.fixtures.commands import numdiff_process, one_line_error
 
 ROWS = pd.DataFrame(
     {

@@ -14,10 +14,12 @@ import pytest
 from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS
-from numdiff_component.job.run import JobConfig, run_job
+from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
+from numdiff_component.job.run import run_job
 from numdiff_component.report.render import markdown, text
-from tests.conftest import BIN, BOUND, numdiff_process, write_table
+from tests.fixtures.commands import numdiff_process
+from tests.fixtures.run import BIN, BOUND
+from tests.fixtures.tables import write_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +45,7 @@ def test_streaming_equals_scoring_whole(suffix: str, tmp_path: Path) -> None:
     outcome = run_job(
         JobConfig(
             predictions=source,
-            options=options,
+            scoring=Scoring(options=options),
             results_dir=str(tmp_path / "res"),
             track=False,
             plots=False,
@@ -122,7 +124,9 @@ def test_large_table_skips_the_json_copy_but_keeps_every_row(
 
 def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> None:
     source = str(write_table(TABLE, tmp_path / "preds.csv"))
-    config = JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), fail_under=0.5)
+    config = JobConfig(
+        predictions=source, scoring=Scoring(id_col="id"), results_dir=str(tmp_path), fail_under=0.5
+    )
     outcome = run_job(config)
     assert outcome.run_id is not None
     client = MlflowClient()
@@ -162,7 +166,11 @@ def test_results_file_records_its_id_column(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     source = str(write_table(TABLE, tmp_path / "preds.csv"))
-    run_job(JobConfig(predictions=source, id_col="id", results_dir=str(tmp_path), track=False))
+    run_job(
+        JobConfig(
+            predictions=source, scoring=Scoring(id_col="id"), results_dir=str(tmp_path), track=False
+        )
+    )
     metadata = pq.read_schema(tmp_path / "results.parquet").metadata
     assert metadata[b"numeric_diff/id_col"] == b"id"
     assert metadata[b"numeric_diff/threshold"] == b"0.99"  # the options, as the run params
@@ -174,7 +182,9 @@ def test_a_note_names_the_preset_that_would_read_the_answers(
 ) -> None:
     source = str(ROOT / "examples" / "math_answers.csv")
     options = Options(preset=preset)
-    config = JobConfig(predictions=source, results_dir=str(tmp_path), options=options)
+    config = JobConfig(
+        predictions=source, scoring=Scoring(options=options), results_dir=str(tmp_path)
+    )
     outcome = run_job(config)
     note = "--preset answers (-P preset=answers) would pass "
     summary = (tmp_path / "summary.md").read_text()

@@ -30,7 +30,7 @@ from numdiff_component import (
 )
 from numdiff_component.reading.column import several_numbers
 from numdiff_component.reading.grammar import decimal_ranges
-from tests.conftest import numdiff_process
+from tests.fixtures.commands import numdiff_process
 
 GUARD = 120  # seconds: a hang guard for each process, never a measure of speed
 HUGE = "1" * 400  # digits beyond a float (1e399)

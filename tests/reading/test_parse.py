@@ -20,7 +20,7 @@ import numdiff_component.reading.tiers_readings as tiers_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.reading import fractions, grammar, marks, several_numbers
 from numdiff_component.reading.plain import count_tokens
-from tests.conftest import READING_STRATEGIES, SPEC_READINGS
+from tests.fixtures.tables import READING_STRATEGIES, SPEC_READINGS
 
 SPEC_EXAMPLES = [
     # (value, options, number read)

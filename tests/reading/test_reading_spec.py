@@ -147,7 +147,8 @@ SPEC_V3 = [
     ("7 to 10 people", {**ANSWERS, "pick": "last"}, 10.0),
 ]
 
-# Where the spec is silent: the readings chosen (see docs/readings-limits.md).
+# Where the spec is silent: the readings chosen (docs/readings.md, "What each reading does not
+# read").
 SILENT = [
     ("one hundred and three quarters", W, 100.75),  # "and N'/D" read before "hundred and N"
     ("twenty-fifth", W, 4.0),  # an ordinal ending in a fraction word reads as a fraction

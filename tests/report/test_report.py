@@ -23,14 +23,10 @@ import pytest
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.aggregate import pass_rate_stderr
-from numdiff_component.report.builder import (
-    HISTOGRAM_PNG,
-    REPORT_HTML,
-    SCATTER_PNG,
-    SUMMARY_MD,
-    ReportBuilder,
-)
-from numdiff_component.report.plots import SCORE_EDGES, InChild, axis_scale
+from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
+from numdiff_component.process import ForkedCall
+from numdiff_component.report.builder import ReportBuilder
+from numdiff_component.report.plots import SCORE_EDGES, axis_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}
@@ -488,12 +484,12 @@ def test_a_full_disk_leaves_no_report_file(results: pd.DataFrame, tmp_path: Path
         subprocess.run(["umount", str(mount)], check=True, timeout=30)
 
 
-def test_the_report_made_apart_is_the_plain_one(results: pd.DataFrame, tmp_path: Path) -> None:
+def test_the_report_made_in_a_child_is_the_plain_one(results: pd.DataFrame, tmp_path: Path) -> None:
     """The job's fast path (a child process makes the files while MLflow is imported) writes
     the very bytes of the plain path."""
     builder = build(results)
     aggregates, notes = aggregate(results), ("a note",)
-    with builder.made_apart(aggregates, "preds.csv", notes):
+    with builder.render_in_child(aggregates, "preds.csv", notes):
         paths = builder.write(tmp_path, aggregates, "preds.csv", notes)
     assert {p.name: p.read_bytes() for p in paths} == builder.files(aggregates, "preds.csv", notes)
 
@@ -507,7 +503,7 @@ def _elsewhere(parent: int) -> dict[str, bytes]:
 
 def test_in_child_makes_it_apart_and_leaves_no_process() -> None:
     files = {"empty": b"", "a": b"\n{}\n", "b": bytes(range(256)) * 1000}
-    with InChild(lambda: {**files, "pid": str(os.getpid()).encode()}) as child:
+    with ForkedCall(lambda: {**files, "pid": str(os.getpid()).encode()}) as child:
         pid = child.pid
         assert child.result() == {**files, "pid": str(pid).encode()}
         assert pid != os.getpid()
@@ -526,17 +522,17 @@ def test_in_child_falls_back_to_the_plain_call() -> None:
             raise RuntimeError("the child fails")
         return here
 
-    assert InChild(fails_in_the_child).result() == here
-    killed = InChild(lambda: _elsewhere(parent))
+    assert ForkedCall(fails_in_the_child).result() == here
+    killed = ForkedCall(lambda: _elsewhere(parent))
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.result() == here
-    assert InChild(lambda: _elsewhere(parent), timeout=0.5).result() == here
+    assert ForkedCall(lambda: _elsewhere(parent), timeout=0.5).result() == here
 
     def broken() -> dict[str, bytes]:
         raise ValueError("broken everywhere")
 
     with pytest.raises(ValueError, match="broken everywhere"):
-        InChild(broken).result()
+        ForkedCall(broken).result()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -547,7 +543,7 @@ def test_in_child_dies_of_a_signal_without_the_parents_handler(signum: int, tmp_
     previous = signal.signal(signum, lambda *_: handled.write_text(str(os.getpid())))
     try:
         parent = os.getpid()
-        with InChild(lambda: _elsewhere(parent)) as child:
+        with ForkedCall(lambda: _elsewhere(parent)) as child:
             os.kill(child.pid, signum)
             info = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
             assert info is not None and (info.si_code, info.si_status) == (os.CLD_KILLED, signum)

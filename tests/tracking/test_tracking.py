@@ -19,35 +19,26 @@ from mlflow.exceptions import MlflowException
 from numdiff_component import InputError, Options, TrackingError, aggregate, score_frame
 from numdiff_component.compare.comparison import compare_results
 from numdiff_component.compare.render import to_json
+from numdiff_component.job.config import Scoring
+from numdiff_component.job.record import Evaluation, metrics, new_params, params
 from numdiff_component.options import OPTION_NAMES
-from numdiff_component.tracking.boundary import (
-    Evaluation,
-    experiment_id,
-    load_results,
-    log_comparison,
-    log_evaluation,
-    metrics,
-    mlflow_errors,
-    mlflow_run,
-    new_params,
-    params,
-)
-from tests.conftest import spec_table, tracking_server
+from numdiff_component.tracking.boundary import experiment_id, mlflow_errors, mlflow_run
+from numdiff_component.tracking.records import load_results, log_comparison, log_evaluation
+from tests.fixtures.servers import tracking_server
+from tests.fixtures.tables import spec_table
 
 
 def _evaluation(folder: Path, **changes: Any) -> tuple[Evaluation, pd.DataFrame]:
     """The spec table scored into ``folder``, as the job hands it to `log_evaluation`."""
     options = changes.pop("options", Options(threshold=0.9, pick="last"))
+    id_col = changes.pop("id_col", "id")
     results = score_frame(spec_table(), options=options)
     folder.mkdir(parents=True, exist_ok=True)
     results.to_parquet(folder / "results.parquet", index=False)
     values: dict[str, Any] = {
         "source": str(folder / "spec.csv"),
         "dataset_name": "spec",
-        "options": options,
-        "output_col": "output",
-        "expected_col": "expected",
-        "id_col": "id",
+        "scoring": Scoring(options=options, id_col=id_col),
         "aggregates": aggregate(results),
         "results_dir": folder,
         "n_rows": len(results),

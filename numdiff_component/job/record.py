@@ -1,0 +1,114 @@
+"""What a run records of a job: its params, metrics, tags and description, and the table
+shown in MLflow's UI. No MLflow here: `numdiff_component.tracking.boundary` logs them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.job.config import Scoring
+from numdiff_component.job.gate import Gate
+from numdiff_component.job.results import PREFIX
+from numdiff_component.report.render import markdown, text
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation:
+    """What one scoring job logs: how rows were scored, where the table came from, what came
+    out, and the quality gate when one was asked for."""
+
+    scoring: Scoring = field(default_factory=Scoring)
+    source: str
+    dataset_name: str
+    aggregates: Mapping[str, float]
+    results_dir: Path
+    n_rows: int
+    engine: str = "pandas"
+    gate: Gate | None = None
+    notes: tuple[str, ...] = ()  # one-line hints shown with the results
+    reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
+
+    def description(self) -> str:
+        """The run's description (Markdown): the headline, the input, the gate. Every string a
+        user gave (the input, the notes) is shown as inert text, as in ``summary.md``: no code
+        span, link, image, heading or HTML can come out of it."""
+        unparseable = int(self.aggregates["n_unparseable"])
+        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
+        if "n_unit_mismatch" in self.aggregates:  # units on (SPEC §2.2)
+            summary += f"; {int(self.aggregates['n_unit_mismatch']):,} unit mismatches"
+        lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
+        lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
+        if self.gate is not None:  # as the terminal says it
+            lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]
+        return "\n".join(lines)
+
+
+def _inert(value: str) -> str:
+    return markdown(text(value, None))
+
+
+def params(evaluation: Evaluation) -> dict[str, str]:
+    """The run's params: `Scoring.params` and ``predictions`` (the input), named as the
+    MLproject names its parameters, valued as it passes them."""
+    return {**evaluation.scoring.params(), "predictions": evaluation.source}
+
+
+def new_params(wanted: Mapping[str, str], logged: Mapping[str, str]) -> dict[str, str]:
+    """What to log of ``wanted`` to a run that holds ``logged`` (``mlflow run`` logs its entry
+    point's parameters itself): each value once. A param the run lacks is logged; one it holds
+    with the same value (also ``1`` for ``1.0``) is skipped; one it holds with another value (an
+    MLproject's ``""``: not given) gets the resolved value as ``resolved/<name>``, since MLflow
+    refuses to log a param twice with two values.
+
+    >>> new_params({"a": "1.0", "b": "x", "c": "true"}, {"a": "1", "b": "", "d": "4"})
+    {'resolved/b': 'x', 'c': 'true'}
+    """
+    found = {}
+    for name, value in wanted.items():
+        if name not in logged:
+            found[name] = value
+        elif not _same(logged[name], value):
+            found[f"resolved/{name}"] = value
+    return found
+
+
+def _same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
+    """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
+    pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
+    values = dict(aggregates)
+    if "pass_rate" in values and "n_rows" in values:
+        values["pass_rate_stderr"] = pass_rate_stderr(values["pass_rate"], values["n_rows"])
+    return {f"{PREFIX}/{k}": float(v) for k, v in values.items() if not math.isnan(v)}
+
+
+def tags(evaluation: Evaluation) -> dict[str, str]:
+    """Run tags: the description, the input, the engine, and the gate when there is one."""
+    values = {
+        "mlflow.note.content": evaluation.description(),
+        f"{PREFIX}.input": evaluation.source,
+        f"{PREFIX}.engine": evaluation.engine,
+    }
+    if evaluation.gate is not None:
+        values[f"{PREFIX}.gate"] = evaluation.gate.outcome
+    return values
+
+
+def table_for_ui(results: pd.DataFrame, id_col: str | None) -> pd.DataFrame:
+    """The results ordered for reading: id, label, score, the numbers read, then the input."""
+    first = [id_col] if id_col else []
+    first += ["label", "score", "output_value", "expected_value", "abs_error", "passed"]
+    return results[first + [c for c in results.columns if c not in first]]
