@@ -25,7 +25,7 @@ Percent = Literal["keep", "fraction"]
 Scale = Literal["none", "words"]
 Thousands = Literal["comma", "any"]
 Fractions = bool | Literal["all"]
-Words = Literal["none", "en"]
+Words = Literal["none", "en", "all"]
 Digits = Literal["ascii", "any"]
 Ranges = Literal["none", "mid"]
 Negative = Literal["sign", "parens"]
@@ -39,7 +39,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "thousands": "any",
             "scale": "words",
             "fractions": "all",
-            "words": "en",
+            "words": "all",
             "digits": "any",
             "scientific": True,
         },
@@ -47,12 +47,19 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "thousands": "any",
             "scale": "words",
             "fractions": "all",
-            "words": "en",
+            "words": "all",
             "digits": "any",
             "scientific": True,
             "ranges": "mid",
         },
-        "prices": {"thousands": "any", "digits": "any", "prices": True},  # prices and amounts
+        "prices": {  # prices and amounts
+            "thousands": "any",
+            "scale": "words",
+            "words": "all",
+            "digits": "any",
+            "negative": "parens",
+            "prices": True,
+        },
     }
 )
 """SPEC §2.1: each preset's options; the options it does not name keep their defaults."""
@@ -182,8 +189,10 @@ class Options:
     )
     words: Words = _option(
         "none",
-        "'en' reads English number phrases: 'twenty-one', 'a hundred and two', 'two and a half'.",
-        choices=("none", "en"),
+        "'en' reads English number phrases: 'twenty-one', 'a hundred and two', 'two and a half'. "
+        "'all' also reads 'minus five', 'two point three', 'a dozen', '3 dollars 50 cents', "
+        "'1 out of 3' (SPEC v4).",
+        choices=("none", "en", "all"),
     )
     digits: Digits = _option(
         "ascii",

@@ -20,9 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading.amounts import route_after_digits
 from numdiff_component.reading.buffers import _mask, _may_hold
 from numdiff_component.reading.fractions import VULGAR
-from numdiff_component.reading.grammar import LATEX_COMMAS, any_case
+from numdiff_component.reading.grammar import LATEX_COMMAS, any_case, literal, separators
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
@@ -40,7 +41,7 @@ from numdiff_component.reading.tiers_readings import (
     _special_bytes,
     _special_regex,
 )
-from numdiff_component.reading.words import FIRST_WORDS
+from numdiff_component.reading.words import route_words
 
 # --- which rows the one-value reader reads ------------------------------------------------
 #
@@ -86,10 +87,19 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # With pick="first" (not when counting tokens), only one before the first ASCII digit: the
     # first token starts there or before (other token starts are routed by their own tests),
     # and a phrase after it is read only as a range's Y, which the ranges test routes.
+    # v4 (words="all"): also the sign words before a token and `words.tail`'s first words
+    # after a digit (`route_words`, `route_after_digits`).
     "words": lambda o: (
         rf"(?i){'^[^0-9]*?' if o.pick == 'first' else ''}(?:^|[^a-z&])"
-        rf"(?:{'|'.join(FIRST_WORDS)})(?:[^a-z&]|$)"
-        if o.words == "en"
+        rf"(?:{route_words(o.words == 'all')})(?:[^a-z&]|$)"
+        + (f"|(?i){route_after_digits()}" if o.words == "all" else "")
+        if o.words != "none"
+        else None
+    ),
+    # v4: Indian grouping (two-digit groups), read with thousands="any".
+    "indian": lambda o: (
+        "[0-9]{0}[0-9]{{2}}{0}[0-9]".format(literal(separators(o.decimal_comma)[0]))
+        if o.thousands == "any"
         else None
     ),
     # §1.2.2: only a digit that is not ASCII reads differently.
@@ -99,8 +109,11 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
         rf"[{VULGAR}]|\\[dt]?frac|[0-9][ \t][0-9]+/" if o.fractions == "all" else None
     ),
     # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
+    # v4: a power ^E after any decimal token.
     "scientific": lambda o: (
-        rf"10(?:\^|[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])" if o.scientific else None
+        rf"10(?:[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])|[0-9.]\^"
+        if o.scientific
+        else None
     ),
     # §1.2.5: see `_ranges_test`.
     "ranges": lambda o: _ranges_test() if o.ranges == "mid" else None,

@@ -77,6 +77,9 @@ def decimal_regex(decimal_comma: bool, thousands: str, digits: str) -> re.Patter
     opts = Options(decimal_comma=decimal_comma, thousands=thousands, digits=digits)  # type: ignore[arg-type]
     grouped, fraction, exponent, point = token_parts(opts)
     d = digit_class(opts)
+    if thousands == "any":  # v4: Indian grouping, 12,34,567 (after the groups of three)
+        group = literal(separators(decimal_comma)[0])
+        grouped += rf"(?!{d})|{d}{{1,2}}(?:{group}{d}{{2}})+{group}{d}{{3}}"
     return re.compile(
         rf"(?:{grouped}(?!{d})|{d}+)(?:{fraction})?(?P<exp>{exponent})?"
         rf"|{point}{d}+(?P<exp2>{exponent})?"

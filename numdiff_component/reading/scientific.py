@@ -7,6 +7,7 @@ a times sign only, a minus and digits. Its digits are ASCII whatever ``digits`` 
 
 from __future__ import annotations
 
+import math
 import re
 
 from numdiff_component.reading.grammar import BLANKS
@@ -37,6 +38,22 @@ def times_ten_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | No
         return None
     exponent = found.group("m") if found.group("m") else _exponent(found)
     return float(f"{mantissa}e{exponent.translate(_FROM_SUPER)}"), found.end()
+
+
+_POWER_TAIL = re.compile(_CARET)
+
+
+def power_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | None:
+    """v4: ``^E`` right after a decimal token without exponent (``1.1^23``, ``2^{10}``):
+    ``mantissa ** E``; infinite when it overflows (then no number)."""
+    found = _POWER_TAIL.match(text, end)
+    if not found:
+        return None
+    exponent = float((found.group("c") or found.group("b")).translate(_FROM_SUPER))
+    try:
+        return float(mantissa) ** exponent, found.end()
+    except (OverflowError, ZeroDivisionError):
+        return math.inf, found.end()
 
 
 def read_power(text: str, pos: int) -> tuple[float, int] | None:
