@@ -74,6 +74,10 @@ SPEC_V4 = [
     ("half a million", A, 5e5),
     ("a quarter", A, 0.25),
     ("a third", A, 1 / 3),
+    ("a quarter pound", A, 0.25),
+    ("a trillionth of a second", A, 1e-12),
+    ("a third party", A, None),
+    ("a fifth win", A, None),
     ("two and fifty-four hundredths", A, 2.54),
     ("five billion and three quarters", A, 5000000000.75),
     # spoken decimals
@@ -107,6 +111,7 @@ SPEC_V4 = [
     ("one over three", A, 1 / 3),
     ("5 over 10 years", A, 5.0),
     ("4.5 out of 5", A, 4.5),
+    ("The answer is 1 out of 3.", {**A, "pick": "answer"}, 1 / 3),
     # composite amounts
     ("3 dollars 50 cents", A, 3.5),
     ("thirteen dollars and forty-five cents", A, 13.45),

@@ -104,15 +104,14 @@ def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
 
 def _whole_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
     """A whole number at ``pos`` (v4's ``out of``, composite amounts): a decimal token without
-    point or exponent, or a phrase worth a whole number."""
+    exponent worth a whole number, or a phrase worth one."""
     if pos >= len(text):
         return None
     found = decimal(opts).match(text, pos)
     if found:
-        point = separators(opts.decimal_comma)[1]
-        if point in found.group() or found.group("exp") is not None:
-            return None
-        return float(_plain_number(found.group(), opts.decimal_comma)), found.end()
+        number = float(_plain_number(found.group(), opts.decimal_comma))
+        whole = number.is_integer() and found.group("exp") is None
+        return (number, found.end()) if whole and found.group("exp2") is None else None
     if opts.words == "none" or not text[pos].isascii():
         return None
     phrase = read_phrase(text, pos, opts.digits == "any", opts.words == "all")

@@ -278,7 +278,8 @@ _DIGIT_WORDS = {"zero": 0, **MORE_ZEROS, **POINT_ZEROS, **UNITS}
 
 
 def _bare_fraction(words: _Words, text: str, start: int) -> tuple[float, int] | None:
-    """v4: ``half`` (not after the, first, ...), ``half a`` M (M / 2), ``a`` D (1 / D)."""
+    """v4: ``half`` (not after the, first, ...), ``half a`` M (M / 2), ``a`` D (1 / D; but
+    ``a half`` and ``a quarter``, only before ``of`` or no word)."""
     first, nxt = words[0], words[1]
     if first is None:
         return None
@@ -288,8 +289,14 @@ def _bare_fraction(words: _Words, text: str, start: int) -> tuple[float, int] | 
             return words.magnitudes[m.word] / 2, m.end  # type: ignore[union-attr]
         return 0.5, first.end
     if first.word == "a" and _is(nxt, words.fractions, ("gap",)) and not nxt.word.endswith("s"):  # type: ignore[union-attr]
-        return 1 / words.fractions[nxt.word], nxt.end  # type: ignore[union-attr]
+        end = nxt.end  # type: ignore[union-attr]
+        ordinal = nxt.word not in ("half", "quarter")  # type: ignore[union-attr]
+        if not ordinal or _OF_OR_NO_WORD.match(text, end):  # "a third of", not "a third party"
+            return 1 / words.fractions[nxt.word], end  # type: ignore[union-attr]
     return None
+
+
+_OF_OR_NO_WORD = re.compile(r"[ \t]+[oO][fF](?![A-Za-z])|(?![ \t]*[A-Za-z])")
 
 
 def read_phrase(
