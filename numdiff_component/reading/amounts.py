@@ -91,10 +91,13 @@ def negative_word_before(text: str, start: int) -> bool:
 
 
 def route_after_digits() -> str:
-    """v4: a digit and what `tail` reads after a digit token, as its first word (a superset
-    for ``(?i)``)."""
-    multipliers = "|".join(_SINGULAR + list(PLURALS))
+    """v4: a digit and what `tail` reads after a digit token (a superset for ``(?i)``): a
+    multiplier (after blanks, only those that are no scale word, or the plurals), ``out``, or a
+    main unit with a minor unit somewhere after it."""
+    after_blanks, after_hyphen = "|".join(_AFTER_BLANKS), "|".join(_SINGULAR + list(PLURALS))
+    minor = "|".join(w[:4] for w in MINOR_UNITS)  # "penny" and "pence" start alike: "penn|penc"
     return (
-        rf"[0-9.](?:[ \t]*|-)(?:{multipliers})"
-        rf"|[0-9][ \t]+(?:out|{'|'.join(MAIN_UNITS)})"
+        rf"[0-9.](?:[ \t]*(?:{after_blanks})|-(?:{after_hyphen}))"
+        rf"|[0-9][ \t]+out[ \t]"
+        rf"|[0-9][ \t]+(?:{'|'.join(MAIN_UNITS)})(?s:.)*(?:{minor})"
     )
