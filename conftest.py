@@ -1,7 +1,8 @@
 """pytest setup for the whole checkout (``testpaths`` holds the package for its doctests).
 
-``numdiff_component/spark.py`` needs the ``spark`` extra: without pyspark its doctests are not
-collected (importing it would fail), as ``tests/test_spark.py`` skips itself.
+``numdiff_component/engines/spark.py`` and ``numdiff_component/spark.py`` need the ``spark``
+extra: without pyspark their doctests are not collected (importing them would fail), as
+``tests/engines/test_spark.py`` skips itself.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-SPARK_MODULE = Path(__file__).parent / "numdiff_component" / "spark.py"
+PACKAGE = Path(__file__).parent / "numdiff_component"
+SPARK_MODULES = (PACKAGE / "engines" / "spark.py", PACKAGE / "spark.py")
 
 
 def _pyspark_importable() -> bool:
@@ -23,7 +25,7 @@ def _pyspark_importable() -> bool:
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
     # None, not False, for every other path: False would override --ignore and the like.
-    if collection_path == SPARK_MODULE and not _pyspark_importable():
+    if collection_path in SPARK_MODULES and not _pyspark_importable():
         return True
     return None
 
@@ -34,5 +36,5 @@ def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> N
     # to one worker (--dist loadgroup). Those that start Spark in processes of their own go to
     # any worker.
     for item in items:
-        if Path(item.path) == SPARK_MODULE or "spark" in getattr(item, "fixturenames", ()):
+        if Path(item.path) in SPARK_MODULES or "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))

@@ -1,6 +1,6 @@
 """Reading a value takes time linear in its length, whatever the text (SPEC §1).
 
-    python benchmarks/bench_adversarial.py [--sizes 1 2 4] [--case NAME ...]
+    python benchmarks/bench_adversarial.py [--sizes 1 2 4] [--case NAME ...] [--clock cpu]
 
 For each adversarial text, built at each size (MB), prints the time per MB of the plain path
 (`parse_number`) and of the vectorised path (`parse_column` on a one-cell column), with
@@ -8,6 +8,10 @@ For each adversarial text, built at each size (MB), prints the time per MB of th
 ``pick="answer"`` too, each with every reading on), and the ratio of the time per MB at the
 largest size to that at the smallest: about 1 when linear (2 would mean twice the cost per MB,
 i.e. quadratic over a doubling; a quadratic blow-up shows as a ratio near largest/smallest size).
+The texts dense in tokens (`DENSE_CASES`) are read under the default options, the presets and
+single readings of SPEC §1.2 (`DENSE_OPTIONS`): the figures docs/guarantees.md states per reading,
+measured with ``--case`` naming them and ``--sizes 0.25 1 --repeat 1``. ``--clock cpu``: this
+process's CPU time instead of wall time (steadier on a shared machine).
 """
 
 from __future__ import annotations
@@ -108,6 +112,17 @@ V4_CASES: dict[str, Callable[[int], str]] = {
     "1,23,1,23,...": lambda n: _repeat("1,23,", n),
 }
 
+# Ordinary-looking texts dense in tokens (one every 2 to 4 bytes), under the presets and the
+# readings that read them token by token in Python (issue 33): the true bound per reading.
+DENSE_CASES: dict[str, Callable[[int], str]] = {
+    "5-4-5-4-...": lambda n: _repeat("5-4-", n),
+    "1-2-1-2-...": lambda n: _repeat("1-2-", n),
+    "a a a ...": lambda n: _repeat("a ", n),
+    "one one one ...": lambda n: _repeat("one ", n),
+    "5 5 5 ...": lambda n: _repeat("5 ", n),
+    "(5 then spaces": lambda n: _repeat(" ", n, head="(5"),
+}
+
 PATHS: dict[str, Callable[[str, Options], object]] = {
     "plain": lambda text, opts: parse_number(text, opts),
     "column": lambda text, opts: parse_column(pa.array([text]), opts),
@@ -148,41 +163,59 @@ V4_OPTIONS = {
 }
 
 
-def seconds(fn: Callable[[], object], repeat: int = 3) -> float:
+DENSE_OPTIONS = {  # the readings by which the guide states its bounds (docs/guarantees.md)
+    "default": Options(),
+    "prose": Options(preset="prose"),
+    "prose last": Options(preset="prose", pick="last"),
+    "answers": Options(preset="answers"),
+    "words": Options(words="en"),
+    "ranges last": Options(ranges="mid", pick="last"),
+    "parens": Options(negative="parens"),
+}
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def seconds(fn: Callable[[], object], repeat: int = 3, clock: str = "wall") -> float:
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = CLOCKS[clock]()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCKS[clock]() - start)
     return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 4], help="MB")
-    every = {**CASES, **READING_CASES, **V3_CASES, **V4_CASES}
+    every = {**CASES, **READING_CASES, **V3_CASES, **DENSE_CASES, **V4_CASES}
     parser.add_argument("--case", nargs="*", choices=list(every), help="default: all")
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall")
     parser.add_argument("--path", nargs="*", choices=list(PATHS), help="default: both")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
     size_head = " ".join(f"{s:g} MB".rjust(7) for s in sizes)
-    print(f"ms per MB at sizes {', '.join(f'{s:g}' for s in sizes)} MB; ratio = last / first size")
+    at = ", ".join(f"{s:g}" for s in sizes)
+    print(f"ms per MB at sizes {at} MB ({args.clock} clock); ratio = last / first size")
     print("first+, last+, answer+: with scale, thousands, fractions and percent readings on")
     print("last v3, answer v3: with every reading of SPEC §1.1 and §1.2 on")
     print("last v4, answer v4, prose: every reading with words='all' (SPEC v4); the prose preset")
-    print(f"{'case':<28} {'path':<15} {size_head} {'ratio':>6}")
+    print("dense texts: under the default options, the presets and single readings (named)")
+    print(f"{'case':<28} {'path':<19} {size_head} {'ratio':>6}")
     worst = 0.0
     for case in args.case or list(every):
         texts = [every[case](int(s * MB)) for s in sizes]
         options = READING_OPTIONS if case in READING_CASES else OPTIONS
         options = V3_OPTIONS if case in V3_CASES else options
+        options = DENSE_OPTIONS if case in DENSE_CASES else options
         options = V4_OPTIONS if case in V4_CASES else options
         for path in args.path or list(PATHS):
             read = PATHS[path]
             for pick, opts in options.items():
                 per_mb = [
-                    seconds(lambda t=text, o=opts: read(t, o), args.repeat)  # noqa: B023
+                    seconds(lambda t=text, o=opts: read(t, o), args.repeat, args.clock)  # noqa: B023
                     * 1000
                     / (len(text.encode()) / MB)
                     for text in texts
@@ -190,7 +223,7 @@ def main() -> None:
                 ratio = per_mb[-1] / per_mb[0]
                 worst = max(worst, ratio)
                 cells = " ".join(f"{v:7.1f}" for v in per_mb)
-                print(f"{case:<28} {path + ' ' + pick:<15} {cells} {ratio:6.2f}", flush=True)
+                print(f"{case:<28} {path + ' ' + pick:<19} {cells} {ratio:6.2f}", flush=True)
     quadratic = sizes[-1] / sizes[0]
     print(f"\nworst ratio: {worst:.2f} (linear: about 1; quadratic: about {quadratic:g})")
 

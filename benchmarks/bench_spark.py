@@ -45,7 +45,7 @@ OUTPUTS = [
 
 JOB = """
 import json, resource, sys, time
-from numdiff_component.job import JobConfig, run_job
+from numdiff_component.job.run import JobConfig, run_job
 start = time.perf_counter()
 outcome = run_job(JobConfig(predictions=sys.argv[1], results_dir=sys.argv[2], track=False,
                             engine=sys.argv[3]))

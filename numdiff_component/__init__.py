@@ -21,12 +21,12 @@ from numdiff_component.scoring import RESULT_COLUMNS, ScoreResult, score, score_
 __version__ = "0.1.0"
 
 _LAZY = {
-    "numeric_diff_metric": "numdiff_component.evaluate",
-    "make_numeric_diff_metric": "numdiff_component.evaluate",
-    "numeric_diff_scorer": "numdiff_component.evaluate",
-    "make_numeric_diff_scorer": "numdiff_component.evaluate",
-    "NumericDiffModel": "numdiff_component.pyfunc",
-    "log_numeric_diff_model": "numdiff_component.pyfunc",
+    "numeric_diff_metric": "numdiff_component.adapters.evaluate",
+    "make_numeric_diff_metric": "numdiff_component.adapters.evaluate",
+    "numeric_diff_scorer": "numdiff_component.adapters.evaluate",
+    "make_numeric_diff_scorer": "numdiff_component.adapters.evaluate",
+    "NumericDiffModel": "numdiff_component.adapters.pyfunc",
+    "log_numeric_diff_model": "numdiff_component.adapters.pyfunc",
 }
 
 

@@ -1,3 +1,3 @@
-from numdiff_component.cli import main
+from numdiff_component.cli.main import main
 
 main()

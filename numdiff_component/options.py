@@ -13,7 +13,7 @@ the preset's name (recorded with the resolved values).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
@@ -82,10 +82,80 @@ def _option(
     choices: tuple[str, ...] = (),
     low: float = -math.inf,
     high: float = math.inf,
+    flag: str = "",
 ) -> Any:
     # The field's own default is "not given", so that a preset can fill it (`Options`).
     metadata = {"default": default, "help": help, "choices": choices, "low": low, "high": high}
-    return field(default=_NOT_GIVEN, metadata=metadata)
+    return field(default=_NOT_GIVEN, metadata=metadata | ({"flag": flag} if flag else {}))
+
+
+class Markers(tuple[str, ...]):
+    """Extra answer markers (`Options.markers`): a tuple, written as the MLproject takes it."""
+
+    def __str__(self) -> str:
+        return ",".join(self)
+
+
+class ScaleWords(tuple[tuple[str, float], ...]):
+    """Extra scale words and their factors (`Options.scale_words`), in the order given."""
+
+    def __str__(self) -> str:
+        return ",".join(f"{word}={factor!r}" for word, factor in self)
+
+
+_CHECKS: dict[str, Callable[[Any], None]] = {}
+
+
+def register_check(name: str, check: Callable[[Any], None]) -> None:
+    """Add a check of option ``name``'s values, run after its own validation: the rule modules
+    that hold the built-in words register theirs (an extra word may not clash with one)."""
+    _CHECKS[name] = check
+
+
+def _items(name: str, value: Any) -> list[Any]:
+    """The items of a list option: a text is comma-separated ("" is none), a list or tuple
+    holds items or such texts."""
+    if isinstance(value, str):
+        return [] if value == "" else [item.strip() for item in value.split(",")]
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, Iterable):
+        return [i for v in value for i in (_items(name, v) or [""] if isinstance(v, str) else [v])]
+    raise OptionError(f"{name} must be a list or a comma-separated text, got {value!r}")
+
+
+def _markers(value: Any) -> Markers:
+    markers = _items("markers", value)
+    for marker in markers:
+        if not isinstance(marker, str) or not marker.strip():
+            raise OptionError(f"markers: an empty marker in {value!r}")
+        if not all(c.isalpha() or c == " " for c in marker) or "  " in marker:
+            raise OptionError(f"markers: {marker!r} must be letters, words separated by one space")
+    return Markers(dict.fromkeys(m.strip() for m in markers))
+
+
+def _scale_words(value: Any) -> ScaleWords:
+    pairs: list[tuple[str, float]] = []
+    for item in _items("scale_words", value):
+        word, factor = item.partition("=")[::2] if isinstance(item, str) else item
+        word = word.strip()
+        if not word or not (word.isascii() and word.isalpha()):
+            raise OptionError(f"scale_words: {word!r} must be ASCII letters (in {value!r})")
+        try:
+            number = float(factor.strip() if isinstance(factor, str) else factor)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(factor, bool) or not (math.isfinite(number) and number > 0):
+            raise OptionError(
+                f"scale_words: the factor of {word!r} must be a finite number > 0, got {factor!r}"
+            )
+        if word.lower() in {w.lower() for w, _ in pairs}:
+            raise OptionError(f"scale_words: {word!r} is given twice")
+        pairs.append((word, number))
+    return ScaleWords(pairs)
+
+
+_LISTS: dict[str, Callable[[Any], Any]] = {"markers": _markers, "scale_words": _scale_words}
 
 
 @dataclass(frozen=True)
@@ -93,16 +163,19 @@ class OptionSpec:
     """One option of the schema: its name, type, default, domain and help text."""
 
     name: str
-    kind: type  # float, bool or str
+    kind: type  # float, bool, str, or a list option's tuple (Markers, ScaleWords)
     default: Any
     help: str
     choices: tuple[str, ...] = ()
     low: float = -math.inf
     high: float = math.inf
+    flag: str = ""  # the command line's flag, when it is not the name's (a repeatable one)
 
     @property
     def domain(self) -> str:
         """The allowed values, as error messages and help texts say them."""
+        if issubclass(self.kind, tuple):
+            return "a list"
         if self.kind is bool:
             return "True or False" + "".join(f" or {c!r}" for c in self.choices)
         if self.choices:
@@ -113,6 +186,11 @@ class OptionSpec:
 
     def validate(self, value: Any) -> Any:
         """``value`` in this option's type; `OptionError` naming the domain when it is not."""
+        if self.name in _LISTS:
+            value = _LISTS[self.name](value)
+            if value and self.name in _CHECKS:
+                _CHECKS[self.name](value)
+            return value
         if self.kind is bool:
             ok = isinstance(value, bool) or (isinstance(value, str) and value in self.choices)
         elif self.kind is float:
@@ -215,6 +293,18 @@ class Options:
     )
     prices: bool = _option(
         False, "Read price typography: '$119. 95' is 119.95, '35\u20ac99' is 35.99."
+    )
+    markers: tuple[str, ...] = _option(
+        Markers(),
+        "Extra answer markers, read like 'answer' with pick='answer' (any case, then ':', '=' "
+        "or 'is'): 'Result', 'Final answer', 'R\u00e9ponse'. Letters and single spaces.",
+        flag="marker",
+    )
+    scale_words: tuple[tuple[str, float], ...] = _option(
+        ScaleWords(),
+        "Extra scale words with their factors, read like 'million' with scale='words' (any "
+        "case): 'lakh=1e5'. ASCII letters; the factor a finite number > 0.",
+        flag="scale-word",
     )
 
     def __post_init__(self) -> None:

@@ -411,7 +411,7 @@ def invoke(
     """
     from click.testing import CliRunner
 
-    from numdiff_component.cli import cli
+    from numdiff_component.cli.main import cli
 
     saved = dict(os.environ)
     try:
@@ -504,7 +504,8 @@ def spec_table() -> pd.DataFrame:
 
 
 # Every example of SPEC.md §1.1 as written there: (value, options, number read). Every entry point
-# reads them alike (tests/test_parse.py, tests/test_entry_points.py, tests/test_spark.py).
+# reads them alike (tests/reading/test_parse.py, tests/e2e/test_entry_points.py,
+# tests/engines/test_spark.py).
 SPEC_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
     ("50\\%", {"percent": "fraction"}, 0.5),
     ("... 48/2 = 24 clips\n#### 72", {"pick": "answer"}, 72.0),

@@ -76,6 +76,10 @@ def test_link_parser(tmp_path: Path) -> None:
 
 
 # --- imports: the rules are read from docs/architecture.md, the imports from the source ----------
+#
+# A module is named by its path under numdiff_component/, dotted and without ``.py``
+# (``inputs.sources``); a subpackage's ``__init__.py`` by the subpackage (``job``). A folder the
+# map names as one row (``reading/``) is read as one module: its files together.
 
 
 def _table(heading: str) -> list[list[str]]:
@@ -91,27 +95,72 @@ def _table(heading: str) -> list[list[str]]:
     return rows[2:]  # past the header and the --- line
 
 
-_NAMED = re.compile(r"^`(\w+)(?:\.py|/)`$")
-_GROUP = re.compile(r"^\*\*(.+)\*\*$")
+_NAMED = re.compile(r"^`((?:\w+/)?\w+)(\.py|/)`$")  # `errors.py`, `inputs/tables.py`, `reading/`
+_FOLDER = re.compile(r"^\*\*`(\w+)/`\*\*$")  # **`inputs/`**: a subpackage, with its role
+_GROUP = re.compile(r"^\*\*(\w[^*`]*)\*\*$")  # **core**: a heading
+
+
+def _rows() -> list[tuple[str, str, list[str]]]:
+    """(group, module, may import) for each module row of the map; a subpackage's row names its
+    ``__init__.py``. Rows inside a folder read as one module (``reading/grammar.py``) only
+    describe it."""
+    rows = []
+    group = ""
+    for cells in _table("All modules are in"):
+        words = [w.strip() for w in cells[-1].split(",") if w.strip()] if len(cells) > 2 else []
+        folder, heading, named = (r.match(cells[0]) for r in (_FOLDER, _GROUP, _NAMED))
+        if folder:
+            group = folder.group(1)
+            rows.append((group, group, words))
+        elif heading:
+            group = heading.group(1)
+        elif named:
+            path = named.group(1)
+            if path.split("/")[0] in UNITS and "/" in path:
+                continue
+            rows.append((group, path.replace("/", "."), words))
+    return rows
+
+
+UNITS = {  # the folders the map names as one row: `reading/`
+    named.group(1)
+    for cells in _table("All modules are in")
+    if (named := _NAMED.match(cells[0])) and named.group(2) == "/"
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[0] in UNITS:
+        return parts[0]
+    if len(parts) > 1 and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = sorted({_module_name(p) for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts})
+
+
+def _files(module: str) -> list[Path]:
+    if module in UNITS:
+        return sorted((PACKAGE / module).rglob("*.py"))
+    path = PACKAGE.joinpath(*module.split("."))
+    return [path / "__init__.py"] if path.is_dir() else [path.with_suffix(".py")]
 
 
 @cache
 def rules() -> dict[str, set[str]]:
-    """Each module of the map, and the modules it may import (``core`` expanded)."""
-    raw: dict[str, list[str]] = {}
-    for cells in _table("All modules are in"):
-        named = _NAMED.match(cells[0])
-        if named:
-            raw[named.group(1)] = [w.strip() for w in cells[2].split(",") if w.strip()]
-    core = groups()["core"]
+    """Each module of the map, and the modules it may import (``core`` and folders expanded)."""
+    raw = {module: words for _, module, words in _rows()}
+    members = groups()
     found: dict[str, set[str]] = {}
     for module, words in raw.items():
         allowed = set()
         for word in words:
-            if word == "core":
-                allowed |= core
-            elif word == "anything":
+            if word == "anything":
                 allowed |= set(raw)
+            elif word in members:  # a heading or a folder: every module under it
+                allowed |= members[word]
             elif word != "nothing":
                 assert word in raw, f"docs/architecture.md: {module} may import {word!r}?"
                 allowed.add(word)
@@ -121,30 +170,22 @@ def rules() -> dict[str, set[str]]:
 
 @cache
 def groups() -> dict[str, set[str]]:
-    """The modules under each bold heading row of the map (``core``, ``the job``...)."""
+    """The modules under each heading row (``core``...) or folder row (``inputs``...) of the map."""
     found: dict[str, set[str]] = {}
-    group = ""
-    for cells in _table("All modules are in"):
-        heading, named = _GROUP.match(cells[0]), _NAMED.match(cells[0])
-        if heading:
-            group = heading.group(1)
-        elif named:
-            found.setdefault(group, set()).add(named.group(1))
+    for group, module, _ in _rows():
+        found.setdefault(group, set()).add(module)
     return found
 
 
 @cache
 def only_in() -> dict[str, set[str]]:
-    """Each outside package of the map, and the only modules that may import it."""
-    return {
-        cells[0]: {w.strip() for w in cells[1].split(",")}
-        for cells in _table("Packages from outside that only some modules may import")
-    }
-
-
-def _files(module: str) -> list[Path]:
-    single = PACKAGE / f"{module}.py"
-    return [single] if single.exists() else sorted((PACKAGE / module).rglob("*.py"))
+    """Each outside package of the map, and the only modules (or folders) that may import it."""
+    members = groups()
+    found: dict[str, set[str]] = {}
+    for cells in _table("Packages from outside that only some modules may import"):
+        words = {w.strip() for w in cells[1].split(",")}
+        found[cells[0]] = set().union(*(members.get(w, {w}) for w in words))
+    return found
 
 
 @cache
@@ -153,11 +194,6 @@ def tree(module: str) -> ast.Module:
     for path in _files(module):
         body += ast.parse(path.read_text(encoding="utf-8")).body
     return ast.Module(body=body, type_ignores=[])
-
-
-MODULES = sorted(
-    [p.stem for p in PACKAGE.glob("*.py")] + [p.parent.name for p in PACKAGE.glob("*/__init__.py")]
-)
 
 
 def _type_checking_only(module: str) -> set[int]:
@@ -170,7 +206,8 @@ def _type_checking_only(module: str) -> set[int]:
 
 
 def imports(module: str, *, types: bool = False) -> set[str]:
-    """Every module ``module`` imports, at the top or inside a function (dotted names).
+    """Every module ``module`` imports, at the top or inside a function (dotted names; for
+    ``from a import b``, ``a.b`` too, as ``b`` may be a module).
 
     ``types``: include imports under ``if TYPE_CHECKING:``."""
     skip = set() if types else _type_checking_only(module)
@@ -182,19 +219,37 @@ def imports(module: str, *, types: bool = False) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            if node.module == "numdiff_component":  # from numdiff_component import scoring
-                found |= {f"numdiff_component.{alias.name}" for alias in node.names}
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level:
             raise AssertionError(f"{module}: use absolute imports")
     return found
 
 
-def own(module: str) -> set[str]:
-    """The package's other modules that ``module`` imports (at run time)."""
-    names = {
-        name.split(".")[1] for name in imports(module) if name.startswith("numdiff_component.")
-    }
-    return (names & set(MODULES)) - {module}
+def _own_module(name: str) -> str | None:
+    """The module of the map a dotted name imported from the package is in, if any."""
+    parts = name.split(".")[1:]
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in MODULES:
+            return ".".join(parts[:end])
+    return None
+
+
+def own(module: str, *, types: bool = False) -> set[str]:
+    """The package's other modules that ``module`` imports (at run time, unless ``types``).
+    ``from numdiff_component.job import results`` counts as ``job.results``, not ``job``."""
+    skip = set() if types else _type_checking_only(module)
+    names: list[str] = []
+    for node in ast.walk(tree(module)):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                inner = _own_module(f"{node.module}.{alias.name}")
+                names.append(f"{node.module}.{alias.name}" if inner else node.module)
+    found = {_own_module(n) for n in names if n.startswith("numdiff_component.")}
+    return {m for m in found if m} - {module}
 
 
 def outside(module: str) -> set[str]:
@@ -211,6 +266,18 @@ def test_the_map_names_every_module_and_nothing_else() -> None:
     assert set(rules()) == set(MODULES)
 
 
+def test_the_map_names_at_least_six_folders_each_with_its_role() -> None:
+    folders = {
+        folder.group(1): cells[1]
+        for cells in _table("All modules are in")
+        if (folder := _FOLDER.match(cells[0]))
+    }
+    assert len(folders) >= 6, folders
+    for name, role in folders.items():
+        assert (PACKAGE / name / "__init__.py").is_file(), name
+        assert len(role.split()) >= 5, f"{name}/: its role?"
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_modules_import_what_the_architecture_says(module: str) -> None:
     allowed = rules()[module]
@@ -225,10 +292,7 @@ def test_outside_packages_are_imported_only_where_the_architecture_says() -> Non
 
 def test_no_import_goes_round_in_a_circle() -> None:
     """The imports, type-only ones included, form no cycle: no arrow goes back up."""
-    graph = {
-        m: {n for n in MODULES if f"numdiff_component.{n}" in imports(m, types=True)} - {m}
-        for m in MODULES
-    }
+    graph = {m: own(m, types=True) for m in MODULES}
     done: set[str] = set()
 
     def visit(module: str, path: tuple[str, ...]) -> None:
@@ -240,18 +304,20 @@ def test_no_import_goes_round_in_a_circle() -> None:
         done.add(module)
 
     for module in MODULES:
-        if module not in {"__init__", "cli", "__main__", "model_code"}:  # the entry points
-            visit(module, ())
+        visit(module, ())
 
 
 def test_the_rule_reader() -> None:
-    """The map is read as written: core is the five core modules, the job may name engines."""
+    """The map is read as written: the core's modules, folders as groups, the job may name
+    engines, an import of a package's module counts as that module."""
     assert groups()["core"] == {"errors", "options", "reading", "scoring", "aggregate", "hints"}
-    assert {"pandas_engine", "spark"} <= rules()["job"]
-    assert "job" not in rules()["spark"] and "job" not in rules()["pandas_engine"]
-    assert only_in()["mlflow"] >= {"tracking", "evaluate"}
-    assert {"pandas_engine", "spark"} <= own("job")  # inside engine_for
-    assert "numdiff_component.request" in imports("spark")
+    assert groups()["engines"] >= {"engines.pandas_engine", "engines.spark"}
+    assert groups()["engines"] <= rules()["job.run"]
+    assert "job.run" not in rules()["engines.spark"]
+    assert only_in()["mlflow"] >= {"tracking.boundary", "adapters.evaluate"}
+    assert {"engines.pandas_engine", "engines.spark"} <= own("job.run")  # inside engine_for
+    assert "job.config" in own("engines.spark") and "job" not in own("engines.spark")
+    assert own("cli") == {"cli.main"} and "reading" in own("scoring")
 
 
 @pytest.mark.parametrize("module", sorted(groups()["core"]))
@@ -261,30 +327,31 @@ def test_core_does_no_file_or_outside_work(module: str) -> None:
 
 
 def test_compare_is_pure() -> None:
-    for module in ("compare", "compare_render"):
+    for module in groups()["compare"] - {"compare"}:
         assert not outside(module) & (OUTSIDE_THE_CORE | FILES), module
         assert "open" not in calls(module)
 
 
 def test_job_is_engine_neutral() -> None:
     """The job imports an engine only inside `engine_for`, and never Spark, MLflow or click."""
-    assert not outside("job") & {"pyspark", "py4j", "mlflow", "click"}
-    engines = groups()["the job"] - {"job"}
-    for node in tree("job").body:
+    assert not outside("job.run") & {"pyspark", "py4j", "mlflow", "click"}
+    for node in tree("job.run").body:
         if isinstance(node, ast.FunctionDef) and node.name == "engine_for":
             continue
         named = {
-            name.split(".")[-1]
+            name
             for inner in ast.walk(node)
             if isinstance(inner, ast.ImportFrom) and inner.module
-            for name in (inner.module, *(alias.name for alias in inner.names))
+            for name in (inner.module, *(f"{inner.module}.{a.name}" for a in inner.names))
         }
-        assert not named & engines, f"job.py line {node.lineno} imports an engine"
+        assert not {_own_module(n) for n in named} & groups()["engines"], (
+            f"job/run.py line {node.lineno} imports an engine"
+        )
 
 
 def test_runs_start_and_end_only_in_tracking() -> None:
     for module in MODULES:
-        if module == "tracking":
+        if module == "tracking.boundary":
             continue
         started = {c for c in calls(module) if c.endswith((".start_run", ".end_run"))}
         assert not started, f"{module}: {started}"
@@ -292,10 +359,10 @@ def test_runs_start_and_end_only_in_tracking() -> None:
 
 def test_only_the_cli_prints_or_exits() -> None:
     forbidden = {"print", "exit", "quit", "sys.exit", "os._exit", "click.echo", "click.secho"}
-    command_line = {m for m in MODULES if m == "cli" or m.startswith("cli_")}
+    command_line = groups()["cli"]
     assert {"sys.exit", "click.echo"} <= set().union(*(calls(m) for m in command_line))
     # The one exception: the forked child that makes the report ends itself (`InChild`).
-    ends_a_child = {"report_plots": {"os._exit"}}
+    ends_a_child = {"report.plots": {"os._exit"}}
     for module in set(MODULES) - command_line:
         found = calls(module) & forbidden - ends_a_child.get(module, set())
         assert not found, f"{module}: {found}"
@@ -310,11 +377,11 @@ def test_no_module_is_over_450_lines() -> None:
 
 
 def test_html_report_comes_from_an_autoescaping_template() -> None:
-    from numdiff_component.report_render import _environment
+    from numdiff_component.report.render import _environment
 
     assert _environment(True).autoescape is True
-    assert (PACKAGE / "templates" / "report.html.j2").is_file()
-    assert "<html" not in (PACKAGE / "report.py").read_text()  # no page built by hand
+    assert (PACKAGE / "report" / "templates" / "report.html.j2").is_file()
+    assert "<html" not in (PACKAGE / "report" / "builder.py").read_text()  # no page built by hand
 
 
 # --- the architecture document and the public API -----------------------------------------------
@@ -322,7 +389,9 @@ def test_html_report_comes_from_an_autoescaping_template() -> None:
 
 def test_architecture_names_every_module() -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    missing = [m for m in MODULES if f"`{m}.py`" not in text and f"`{m}/`" not in text]
+    written = {m: [f"`{f.relative_to(PACKAGE).as_posix()}`" for f in _files(m)] for m in MODULES}
+    written = {m: [*names, f"`{m}/`", f"**`{m}/`**"] for m, names in written.items()}
+    missing = [m for m, names in written.items() if not any(n in text for n in names)]
     assert not missing, f"docs/architecture.md does not describe {missing}"
 
 
@@ -335,7 +404,7 @@ def test_architecture_lists_the_public_api() -> None:
 
 
 def test_spark_api_is_there() -> None:
-    spark = ast.unparse(tree("spark"))
+    spark = ast.unparse(tree("engines.spark"))
     for name in ("score_spark", "aggregate_spark", "load_spark_table", "SparkEngine"):
         assert re.search(rf"^(def|class) {name}\b", spark, re.M), name
         assert f"`{name}`" in ARCHITECTURE.read_text(encoding="utf-8")
@@ -343,7 +412,7 @@ def test_spark_api_is_there() -> None:
 
 def test_every_test_the_readme_names_exists() -> None:
     """The Guarantees cite the tests that hold them: each must be a test function there."""
-    cited = set(re.findall(r"tests/(test_\w+\.py)::(\w+)", README.read_text()))
+    cited = set(re.findall(r"tests/((?:\w+/)?test_\w+\.py)::(\w+)", README.read_text()))
     assert cited
     for file, name in sorted(cited):
         assert f"def {name}(" in (ROOT / "tests" / file).read_text(), f"{file}::{name}"

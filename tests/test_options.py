@@ -13,9 +13,17 @@ import click
 import pytest
 
 from numdiff_component import OptionError, Options, score
-from numdiff_component.cli import log_model, scoring_options
-from numdiff_component.cli import score as score_command
-from numdiff_component.options import OPTION_NAMES, PRESET_OPTIONS, PRESETS, SCHEMA, OptionSpec
+from numdiff_component.cli.main import log_model, scoring_options
+from numdiff_component.cli.main import score as score_command
+from numdiff_component.options import (
+    OPTION_NAMES,
+    PRESET_OPTIONS,
+    PRESETS,
+    SCHEMA,
+    Markers,
+    OptionSpec,
+    ScaleWords,
+)
 
 PICKS = ("first", "last", "answer")
 
@@ -57,6 +65,8 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "ranges": (str, "none", ("none", "mid"), -math.inf, math.inf, "one of 'none', 'mid'"),
     "negative": (str, "sign", ("sign", "parens"), -math.inf, math.inf, "one of 'sign', 'parens'"),
     "prices": (bool, False, (), -math.inf, math.inf, "True or False"),
+    "markers": (Markers, Markers(), (), -math.inf, math.inf, "a list"),
+    "scale_words": (ScaleWords, ScaleWords(), (), -math.inf, math.inf, "a list"),
 }
 
 # SPEC §2.1, as written there.
@@ -178,7 +188,8 @@ def test_options_of_unknown_keyword_lists_the_options() -> None:
         Options.of(None, treshold=0.5, cutoff=1)
     assert str(error.value) == (
         "unknown option 'cutoff'; options are preset, threshold, floor, decimal_comma, pick, "
-        "percent, scale, thousands, fractions, words, digits, scientific, ranges, negative, prices"
+        "percent, scale, thousands, fractions, words, digits, scientific, ranges, negative, "
+        "prices, markers, scale_words"
     )
 
 
@@ -291,8 +302,11 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
     context = command.make_context(command.name, [])
     for spec in SCHEMA:
         option = params[spec.name]
-        flag = "--" + spec.name.replace("_", "-")
+        flag = "--" + (spec.flag or spec.name).replace("_", "-")
         assert option.opts == [flag]
+        if issubclass(spec.kind, tuple):  # a list option: its flag repeated
+            assert option.multiple and option.help and option.help.startswith(spec.help)
+            continue
         assert option.default is None  # not given: the preset's value, else the default
         shown = str(spec.default).lower() if spec.kind is bool else str(spec.default)
         assert option.help is not None and option.help.startswith(spec.help)
@@ -309,7 +323,7 @@ def test_click_options_are_made_from_the_schema(command: click.Command) -> None:
 
 def _options_of(command: click.Command, args: list[str]) -> Options:
     """What the command would run with: its arguments parsed, the options made from them."""
-    from numdiff_component.cli import _given
+    from numdiff_component.cli.main import _given
 
     context = command.make_context(command.name, list(args))  # parsed only, not run
     return Options.of(None, **_given({name: context.params[name] for name in OPTION_NAMES}))
@@ -335,6 +349,17 @@ def _options_of(command: click.Command, args: list[str]) -> Options:
         (["--preset", "answers", "--fractions"], Options(preset="answers", fractions=True)),
         (["--preset", "answers", "--pick", "first"], Options(preset="answers", pick="first")),
         (["--preset", "prose"], Options(preset="prose")),
+        (
+            ["--marker", "Result", "--marker", "Final answer"],
+            Options(markers=["Result", "Final answer"]),
+        ),
+        (["--marker", "Result,Final answer"], Options(markers=("Result", "Final answer"))),
+        (["--marker", ""], Options()),  # the MLproject's "": none
+        (
+            ["--scale-word", "lakh=1e5", "--scale-word", "crore=1e7"],
+            Options(scale_words={"lakh": 1e5, "crore": 1e7}),
+        ),
+        (["--scale-word", "lakh=1e5,crore=1e7"], Options(scale_words="lakh=100000,crore=1e7")),
         (["--preset", "prices", "--prices=false"], Options(preset="prices", prices=False)),
         (
             ["--words", "en", "--digits", "any", "--scientific", "--ranges", "mid"],

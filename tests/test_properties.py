@@ -12,9 +12,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
-from numdiff_component.job import JobConfig, run_job
+from numdiff_component.job.run import JobConfig, run_job
 from tests.conftest import READING_STRATEGIES
-from tests.test_reading_spec import PRESETS
+from tests.reading.test_reading_spec import PRESETS
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 values = st.one_of(finite, st.integers(), st.text(max_size=12), st.none(), st.booleans())
@@ -170,6 +170,8 @@ _V3_PIECES = [
     *("5 - 10", "2013-14", "1-2-3", "5-10", "$5 to $10", "-$5 to -$3", "44 mg to 50 mg"),
     *("\u00bd", "\u00bc", "\u215e", "2 1/2", "2 3/2", "\\frac12", "\\frac3{4}", "\\dfrac{1}{2}"),
     *("e", "E", "e-", "e-3", "eV", "6.72e-03", "5e-3-10", "1/2e-3e", "\\frac{1}{2}e-3e"),
+    *("1e0e-5e", "1E2E-300E", "e0e", "\U00011f52", "\U0001e4f6", "\ud800", "\udfff"),  # issue 33
+    *("1" * 400, "1" * 5000, "/" + "0" * 5000 + "1", "9007199254740993/3"),  # beyond a float
     *("\u00d7", "x", "X", "*", "\u00b7", "\u22c5", "\\times", "\\cdot", "10", "^", "^{", "10^6"),
     *("10\u22125", "10\u00b2", "\u207b", "\u00b3", "5x10", "8x2^10", "2.48\u00d710\u22125"),
     *("(", ")", "\\(", "($99.99)", "(1,234)", "(-2)", "(2 items)", "%", "\\%"),

@@ -44,7 +44,7 @@ changes how it runs:
 - ``<!-- run: slow -->``: the block is marked ``slow`` (``pytest -m "not slow"`` skips it).
   Words combine: ``<!-- run: continued, slow -->``.
 
-A block that needs the ``spark`` extra (``--engine spark``, ``numdiff_component.spark``,
+A block that needs the ``spark`` extra (``--engine spark``, ``numdiff_component.engines.spark``,
 ``pyspark``) is skipped, saying so, when pyspark or Java is missing.
 """
 
@@ -516,7 +516,7 @@ def test_every_test_the_pages_cite_exists() -> None:
     cited = {
         (file, name, page.relative_to(ROOT).as_posix())
         for page in PAGES
-        for file, name in re.findall(r"tests/(test_\w+\.py)::(\w+)", page.read_text())
+        for file, name in re.findall(r"tests/((?:\w+/)?test_\w+\.py)::(\w+)", page.read_text())
     }
     assert len(cited) > 20
     for file, name, page in sorted(cited):

@@ -11,14 +11,14 @@ import re
 from collections.abc import Callable
 
 from numdiff_component.reading.grammar import any_case
-from numdiff_component.reading.marks import SCALES
+from numdiff_component.reading.marks import SCALE_WORDS
 from numdiff_component.reading.words import (
     ALL_MAGNITUDES,
     ALL_VOCABULARY,
     MAGNITUDES,
     MAIN_UNITS,
     MINOR_UNITS,
-    MORE_MAGNITUDES,
+    MULTIPLIERS,
     PLURALS,
     SIGN_WORDS,
     word_before,
@@ -33,8 +33,8 @@ def _words_pattern(words: list[str]) -> str:
 
 # After a digit token: blanks and a multiplier that is not a §1.1 scale word, or a hyphen and
 # any multiplier (singular or plural).
-_SINGULAR = ["hundred", *MAGNITUDES, *MORE_MAGNITUDES]
-_AFTER_BLANKS = [w for w in _SINGULAR if w not in SCALES] + list(PLURALS)
+_SINGULAR = ["hundred", *MAGNITUDES, *MULTIPLIERS]
+_AFTER_BLANKS = [w for w in _SINGULAR if w not in SCALE_WORDS] + list(PLURALS)
 _ANY_MULTIPLIER = _words_pattern(_SINGULAR + list(PLURALS))
 _MULTIPLIER = re.compile(rf"[ \t]*(?P<b>{_words_pattern(_AFTER_BLANKS)})|-(?P<h>{_ANY_MULTIPLIER})")
 _OUT_OF = re.compile(rf"[ \t]+{any_case('out')}[ \t]+{any_case('of')}[ \t]+")

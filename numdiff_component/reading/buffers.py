@@ -102,21 +102,22 @@ def _may_hold(strings: pa.Array, chars: bytes) -> bool:
     return any(bytes([byte]) in text for byte in set(chars))
 
 
-def _scale_word_at(text: pa.Array, where: np.ndarray) -> np.ndarray:
-    """Whether a scale word may start at each position ``where`` of Arrow's text buffer, whose
-    byte is in `SCALE_FIRST` (`_after_token`'s ``where`` of a row with a scale letter there).
+def _byte_table(chars: bytes) -> np.ndarray:
+    """A table of the 256 bytes, true at those of ``chars``: ``table[byte]`` tests a byte array."""
+    return np.isin(np.arange(256), [*chars])
 
-    A superset of `SCALE_WORDS` matching there: a one-letter word (``k K M B T``), or ``b m t``
-    and then a byte that is, once lowered, the second letter of a longer word (``h i r n``; the
-    byte after the row's end, when the letter ends it, is the next row's: a superset still).
+
+def _scale_word_at(
+    text: pa.Array, where: np.ndarray, one: np.ndarray, pairs: np.ndarray
+) -> np.ndarray:
+    """Whether a scale word may start at each position ``where`` of Arrow's text buffer, whose
+    byte starts one (`_after_token`'s ``where`` of a row with a scale letter there).
+
+    A superset of the scale words matching there (``one`` and ``pairs``: `tiers._scale_bytes`):
+    a word of one byte, or the first two bytes of a longer word (the byte after the row's end,
+    when the letter ends it, is the next row's: a superset still).
     """
     _, _, data = _bytes(text)
     first = data[where]
     second = np.where(where + 1 < len(data), data[np.minimum(where + 1, len(data) - 1)], 0)
-    longer = _WORD_FIRST[first] & _WORD_SECOND[second | 0x20]
-    return _ONE_LETTER[first] | longer
-
-
-_ONE_LETTER = np.isin(np.arange(256), [*b"kKMBT"])
-_WORD_FIRST = np.isin(np.arange(256), [*b"bmt"])
-_WORD_SECOND = np.isin(np.arange(256), [*b"hirn"])
+    return one[first] | pairs[first, second]

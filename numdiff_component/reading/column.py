@@ -22,10 +22,24 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.amounts import route_after_digits
 from numdiff_component.reading.buffers import _mask, _may_hold
-from numdiff_component.reading.fractions import VULGAR
-from numdiff_component.reading.grammar import LATEX_COMMAS, any_case, literal, separators
+from numdiff_component.reading.fractions import FRAC, SLASH, VULGAR
+from numdiff_component.reading.grammar import (
+    BLANK,
+    BLANKS,
+    EXPONENT,
+    GAP,
+    LATEX_COMMAS,
+    MINUS,
+    SIGNS,
+    any_case,
+    char_class,
+    decimal_ranges,
+    literal,
+    separators,
+)
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
-from numdiff_component.reading.scientific import SUPER_SIGNS, SUPERSCRIPTS
+from numdiff_component.reading.ranges import BETWEEN, DASH, EN_DASH, NOT_UNIT, TO
+from numdiff_component.reading.scientific import POWER, SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
     _MARK,
     _cast_whole,
@@ -48,9 +62,11 @@ from numdiff_component.reading.words import route_words
 # Each test matches every text where its rule can read anything; a text it does not match reads
 # the same with the rule off, so the tiers (which read with §1.2's readings off) are exact there.
 
-# A unit character of §1.2.5 (a superset: only ASCII spaces are left out of it), without e, E.
-_UNIT = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}]"
-_UNIT_NOT_E = r"[^\s\p{Nd}.,;:!?()\[\]{}\-\x{2013}\x{2014}eE]"
+
+def _unit(more: str = "") -> str:
+    """A unit character of §1.2.5 (a superset: only ASCII spaces are left out of it), but
+    ``more``. Its digits are Python's (`decimal_ranges`), as `ranges` reads them."""
+    return rf"[^\s0-9{decimal_ranges()}{char_class(NOT_UNIT + more)}]"
 
 
 def _ranges_test() -> str:
@@ -62,21 +78,25 @@ def _ranges_test() -> str:
     One case is left out, so that exponents are not routed (``6.72e-03``): a unit that is just
     ``e`` or ``E``, right after a digit or a point, then ``-`` and an ASCII digit. There the
     decimal token took ``e-D`` as its exponent (greedily), so no token ends before the ``e``;
-    except A/B and ``\frac`` (a token that takes no exponent), kept by the last alternatives.
+    except where the digit ends a token that takes no exponent: A/B, ``\frac``, and a token's
+    own exponent (``1e0e-5e``), kept by the last alternatives.
     A unit's length (1 to 16 characters) is not bounded here: a superset, and a counted run of
     this class made RE2 build a large automaton on every call (milliseconds) and search slower.
     """
-    x, dash = "[0-9.,}]", r"[ \t]*\x{2013}|-?[ \t]+[tT][oO][ \t]"
-    connector = f"(?:-|{dash})"
+    x = "[0-9.,}]"
+    dash = rf"{BLANKS}{EN_DASH}|{literal(DASH)}?{GAP}{any_case(TO)}[{BLANK}]"
+    connector = f"(?:{literal(DASH)}|{dash})"
+    unit, unit_not_e = _unit(), _unit(EXPONENT)
+    exponent = rf"[{EXPONENT}][{char_class(SIGNS)}]?[0-9]+"  # a token's own exponent
     return "|".join(
         [
             f"{x}{connector}",
-            rf"{x}[ \t]+{_UNIT}+{connector}",
-            f"{x}{_UNIT_NOT_E}{_UNIT}*{connector}",
-            f"{x}[eE]{_UNIT}+{connector}",
-            f"{x}[eE](?:{dash}|-[^0-9])",
-            r"(?:\}|/[0-9]+)[eE]-",
-            any_case("between"),
+            rf"{x}{GAP}{unit}+{connector}",
+            f"{x}{unit_not_e}{unit}*{connector}",
+            f"{x}[{EXPONENT}]{unit}+{connector}",
+            f"{x}[{EXPONENT}](?:{dash}|{literal(DASH)}[^0-9])",
+            rf"(?:\}}|{SLASH}[0-9]+|{exponent})[{EXPONENT}]{literal(DASH)}",
+            any_case(BETWEEN),
         ]
     )
 
@@ -103,15 +123,15 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
         else None
     ),
     # §1.2.2: only a digit that is not ASCII reads differently.
-    "digits": lambda o: r"[^\P{Nd}0-9]" if o.digits == "any" else None,
+    "digits": lambda o: f"[{decimal_ranges()}]" if o.digits == "any" else None,
     # §1.2.3: a vulgar fraction, any \frac (bare arguments, W\frac), or W, a blank, A/.
     "fractions": lambda o: (
-        rf"[{VULGAR}]|\\[dt]?frac|[0-9][ \t][0-9]+/" if o.fractions == "all" else None
+        rf"[{VULGAR}]|{FRAC}|[0-9][{BLANK}][0-9]+{SLASH}" if o.fractions == "all" else None
     ),
     # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
     # v4: a power ^E after any decimal token.
     "scientific": lambda o: (
-        rf"10(?:[{SUPERSCRIPTS}{SUPER_SIGNS}]|[-\x{{2212}}][0-9])|[0-9.]\^"
+        rf"10(?:[{SUPERSCRIPTS}{SUPER_SIGNS}]|[{char_class(MINUS)}][0-9])|[0-9.]{literal(POWER)}"
         if o.scientific
         else None
     ),
@@ -297,6 +317,29 @@ def _as_arrow(values: Any) -> pa.Array | None:
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 
+def _encodable(value: Any) -> bool:
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable_apart(
+    values: Any, read_column: Callable[[pd.Series], np.ndarray], read_one: Callable[[str], Any]
+) -> np.ndarray:
+    """The strings UTF-8 cannot hold (a lone surrogate, as ``json.loads`` gives for
+    ``"\\ud800"``), which Arrow refuses, read one by one by the one-value reader, which reads
+    any Python string; the other values as a column (those rows missing there)."""
+    items = pd.Series(values.tolist() if hasattr(values, "tolist") else list(values), dtype=object)
+    bad = ~np.fromiter(map(_encodable, items), bool, len(items))
+    out = read_column(items.where(~bad, None))
+    out[bad] = [read_one(v) for v in items[bad]]
+    return out
+
+
 def parse_column(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:
     """Read the number of every value in a column; float64 array, NaN where there is none.
 
@@ -307,7 +350,12 @@ def parse_column(values: Any, options: Options | None = None, **overrides: Any) 
     [42.0, -3.5, nan, nan]
     """
     opts = Options.of(options, **overrides)
-    array = _as_arrow(values)
+    try:
+        array = _as_arrow(values)
+    except UnicodeEncodeError:
+        return _unencodable_apart(
+            values, lambda rest: parse_column(rest, opts), lambda v: parse_number(v, opts)
+        )
     if array is None or not (
         pa.types.is_string(array.type)
         or pa.types.is_large_string(array.type)
@@ -345,7 +393,12 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     [False, False]
     """
     opts = Options.of(options, **overrides)
-    array = _as_arrow(values)
+    try:
+        array = _as_arrow(values)
+    except UnicodeEncodeError:
+        return _unencodable_apart(
+            values, lambda rest: several_numbers(rest, opts), lambda v: count_tokens(v, opts) == 2
+        )
     if array is None:  # Python objects of mixed types: one by one
         items = values.tolist() if hasattr(values, "tolist") else list(values)
         return np.array([isinstance(v, str) and count_tokens(v, opts) == 2 for v in items], bool)
@@ -365,7 +418,7 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if plain.any():
         count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
         out[plain] = count > 0
-    hard_regex = "|".join(filter(None, [_hard_regex(opts), "\\x{e000}"]))
+    hard_regex = "|".join(filter(None, [_hard_regex(opts), _MARK]))
     hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
     rest &= ~hard
     if rest.any():

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from numdiff_component.reading.grammar import CURRENCY
+from numdiff_component.reading.grammar import BLANKS, CURRENCY
+from numdiff_component.reading.marks import PERCENT_MARK
 
-_CLOSE = re.compile(r"[ \t]*(?:\\?%)?[ \t]*\)")
+_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK}{BLANKS})?\)")  # one way to split blanks: linear
 
 
 def enclosed(text: str, start: int, end: int) -> bool:

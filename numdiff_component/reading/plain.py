@@ -26,12 +26,12 @@ import pandas as pd
 from numdiff_component.options import Options
 from numdiff_component.reading import amounts, fractions, ranges, scientific
 from numdiff_component.reading.grammar import (
-    EXTRA_SEPARATORS,
     LATEX_COMMAS,
     decimal,
     digit_class,
     literal,
     negative_sign,
+    plain_number,
     separators,
 )
 from numdiff_component.reading.marks import answer_span, percent_after, scale_after
@@ -62,7 +62,7 @@ def _starts(
     point = literal(separators(decimal_comma)[1])
     starts = [d, rf"{point}{d}"]
     if fractions_:
-        starts.append(r"\\[dt]?frac")
+        starts.append(fractions.FRAC)
     if fractions_ == "all":
         starts.append(f"[{fractions.VULGAR}]")
     if words:
@@ -70,23 +70,12 @@ def _starts(
     return re.compile("|".join(starts))
 
 
-def _plain_number(token: str, decimal_comma: bool) -> str:
-    """A decimal token's text without separators, ``.`` as its point (for ``float``)."""
-    if token.isdecimal():  # digits only, the common case: float() reads every Nd digit
-        return token
-    group, point = separators(decimal_comma)
-    token = token.replace("\\,", "")
-    for separator in (group, *EXTRA_SEPARATORS[:-1]):
-        token = token.replace(separator, "")
-    return token.replace(point, ".").replace("\u2212", "-")
-
-
 def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
     """The decimal token at ``pos`` (§1), with its price (§1.2.7) or times-ten tail (§1.2.4)."""
     found = decimal(opts).match(text, pos)
     if not found:
         return None
-    number = _plain_number(found.group(), opts.decimal_comma)
+    number = plain_number(found.group(), opts.decimal_comma)
     if found.group("exp") is None and found.group("exp2") is None:
         point = separators(opts.decimal_comma)[1]
         tail = price_tail(text, found.end(), number, point) if opts.prices else None
@@ -109,7 +98,7 @@ def _whole_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
         return None
     found = decimal(opts).match(text, pos)
     if found:
-        number = float(_plain_number(found.group(), opts.decimal_comma))
+        number = float(plain_number(found.group(), opts.decimal_comma))
         whole = number.is_integer() and found.group("exp") is None
         return (number, found.end()) if whole and found.group("exp2") is None else None
     if opts.words == "none" or not text[pos].isascii():
@@ -190,7 +179,7 @@ def value(text: str, token: Token | None, opts: Options) -> float | None:
         number = -number  # v4: "minus five", "negative 504"
     end = token.scale_at
     if opts.scale == "words":
-        factor, end = scale_after(text, end)
+        factor, end = scale_after(text, end, opts)
         number = number * factor
     if opts.percent == "fraction" and percent_after(text, end) is not None:
         number = number / 100
@@ -217,7 +206,7 @@ def parse_text(text: str, options: Options) -> float | None:
     """The number in ``text`` by SPEC §1 to §1.2, or ``None``."""
     text = _latex_commas(text, options)
     if options.pick == "answer":
-        span = answer_span(text)
+        span = answer_span(text, options)
         if span is not None:  # read as if the span were the whole text
             return value(span, next(tokens(span, options), None), options)
     if options.pick == "first":

@@ -20,20 +20,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from numdiff_component.reading.grammar import CURRENCY, MINUS, any_case
+from numdiff_component.reading.grammar import BLANKS, CURRENCY, GAP, MINUS, any_case, literal
 
-_NOT_UNIT = set(".,;:!?()[]{}-\u2013\u2014")
+NOT_UNIT = ".,;:!?()[]{}-\u2013\u2014"  # no character of a unit, nor a space or a digit
+DASH, EN_DASH, TO, AND, BETWEEN = "-", "\u2013", "to", "and", "between"
+_NOT_UNIT = set(NOT_UNIT)
 _CONNECTORS = (
-    ("-", re.compile(r"-")),
-    ("\u2013", re.compile(r"[ \t]*\u2013[ \t]*")),
-    ("to", re.compile(rf"-?[ \t]+{any_case('to')}[ \t]+")),
-    ("and", re.compile(rf"[ \t]+{any_case('and')}[ \t]+")),
+    (DASH, re.compile(literal(DASH))),
+    (EN_DASH, re.compile(rf"{BLANKS}{EN_DASH}{BLANKS}")),
+    (TO, re.compile(rf"{literal(DASH)}?{GAP}{any_case(TO)}{GAP}")),
+    (AND, re.compile(rf"{GAP}{any_case(AND)}{GAP}")),
 )
 _PREFIX = re.compile(rf"[{MINUS}][{CURRENCY}]?|[{CURRENCY}][{MINUS}]?")
 _CURRENCY_PREFIX = re.compile(rf"[{CURRENCY}]")
-_BETWEEN = re.compile(rf"(?<![A-Za-z]){any_case('between')}[ \t]+\Z")
+_BETWEEN = re.compile(rf"(?<![A-Za-z]){any_case(BETWEEN)}{GAP}\Z")
 _X_PREFIX = re.compile(rf"(?:[{MINUS}]?[{CURRENCY}][{MINUS}]?|[{MINUS}])\Z")
-_DASHES = "-\u2013"
+_DASHES = DASH + EN_DASH
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ def extend(text: str, x: Read, read_y: Reader, any_digits: bool) -> tuple[Read, 
         pos = x.end if not unit else text.index(unit, x.end) + len(unit)
         for name, connector in _CONNECTORS:
             found = connector.match(text, pos)
-            if not found or (name == "and" and not _after_between(text, x)):
+            if not found or (name == AND and not _after_between(text, x)):
                 continue
-            prefix = (_CURRENCY_PREFIX if name == "-" else _PREFIX).match(text, found.end())
+            prefix = (_CURRENCY_PREFIX if name == DASH else _PREFIX).match(text, found.end())
             start = prefix.end() if prefix else found.end()
             negate = prefix is not None and any(c in MINUS for c in prefix.group())
             y = read_y(text, start)

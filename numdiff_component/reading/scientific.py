@@ -10,19 +10,23 @@ from __future__ import annotations
 import math
 import re
 
-from numdiff_component.reading.grammar import BLANKS
+from numdiff_component.reading.grammar import BLANKS, MINUS, SIGNS, char_class, literal
 
 TIMES = "(?:[\u00d7xX*\u00b7\u22c5]|\\\\times|\\\\cdot)"  # times, x, X, *, dot, dot operator
 SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
 SUPER_SIGNS = "\u207a\u207b"  # superscript + and -
-_MINUS = "\u2212"
-_CARET = rf"\^[ \t]*(?:(?P<c>[+\-{_MINUS}]?[0-9]+)|\{{[ \t]*(?P<b>[+\-{_MINUS}]?[0-9]+)[ \t]*\}})"
+_SIGN = f"[{char_class(SIGNS)}]"
+POWER = "^"  # before E; v4: after any decimal token too (power notation)
+_CARET = (
+    rf"{literal(POWER)}{BLANKS}"
+    rf"(?:(?P<c>{_SIGN}?[0-9]+)|\{{{BLANKS}(?P<b>{_SIGN}?[0-9]+){BLANKS}\}})"
+)
 _SUPER = rf"(?P<s>[{SUPER_SIGNS}]?[{SUPERSCRIPTS}]+)"
 _TAIL = re.compile(
-    rf"{BLANKS}{TIMES}{BLANKS}10(?:{_CARET}|{_SUPER}|(?P<m>[-{_MINUS}][0-9]+))(?![0-9])"
+    rf"{BLANKS}{TIMES}{BLANKS}10(?:{_CARET}|{_SUPER}|(?P<m>[{char_class(MINUS)}][0-9]+))(?![0-9])"
 )
 _POWER = re.compile(rf"(?<![0-9.])10(?:{_CARET}|{_SUPER})(?![0-9])")
-_FROM_SUPER = str.maketrans(SUPERSCRIPTS + SUPER_SIGNS + _MINUS, "0123456789+--")
+_FROM_SUPER = str.maketrans(SUPERSCRIPTS + SUPER_SIGNS + MINUS, "0123456789+-" + "-" * len(MINUS))
 
 
 def _exponent(found: re.Match[str]) -> str:

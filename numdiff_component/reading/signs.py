@@ -8,12 +8,14 @@ before one currency symbol that ends the head (SPEC v3).
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from numdiff_component.reading.buffers import Spans, _last_byte, _mask, _strings
-from numdiff_component.reading.grammar import CURRENCY
+from numdiff_component.reading.buffers import Spans, _byte_table, _last_byte, _mask, _strings
+from numdiff_component.reading.grammar import CURRENCY, MINUS
 
 
 def _alnum_mask(chars: pa.Array) -> np.ndarray:
@@ -27,7 +29,7 @@ def _signed_values(head: Spans, values: np.ndarray, last: np.ndarray | None = No
     """The values with the sign that ends ``head``, the text before each token, when it belongs
     (see SPEC §1): right before the token, or right before one currency symbol that ends
     ``head`` (SPEC v3). ``last``: `_last_byte` of ``head`` when the caller has it."""
-    # A minus ends with byte 0x2D ("-") or 0x92 (U+2212): only those heads are looked at; and
+    # A minus ends with one of `_MINUS_LAST` (0x2D, 0x92): only those heads are looked at; and
     # the heads ending with a currency symbol right after such a byte, up to that symbol.
     starts, ends, data = head
     last = _last_byte(head) if last is None else last
@@ -43,40 +45,43 @@ def _sign_minus(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     """Whether each span ``start``..``end`` of ``data`` (each ending with a minus's last byte)
     ends with a minus that is a sign: at the start, or after a character that is not alnum.
 
-    The minus is ``-`` (0x2D) or U+2212 (E2 88 92); the character before it is ASCII when its
-    last byte is (a continuation byte is >= 0x80), and an ASCII character is alnum when it is
-    ``[0-9A-Za-z]``; the spans with another character there are left to `_minus_ends`.
+    The minus is one of `grammar.MINUS`, compared on its UTF-8 bytes; the character before it
+    is ASCII when its last byte is (a continuation byte is >= 0x80), and an ASCII character is
+    alnum when it is ``[0-9A-Za-z]``; the spans with another character there are left to
+    `_minus_ends`.
     """
     start, end = start.astype(np.int64), end.astype(np.int64)
-    narrow = data[end - 1] == 0x2D
-    wide = (end - 3 >= start) & (data[np.maximum(end - 3, 0)] == 0xE2)
-    wide &= ~narrow & (data[np.maximum(end - 2, 0)] == 0x88) & (data[end - 1] == 0x92)
-    before = end - np.where(narrow, 1, 3) - 1  # where the character before the minus ends
+    size = np.zeros(len(end), np.int64)  # the bytes of the minus ending the span (0: none)
+    for code in _MINUS_CODES:
+        ok = (size == 0) & (end - len(code) >= start)
+        for k, byte in enumerate(code):
+            ok &= data[np.maximum(end - len(code) + k, 0)] == byte
+        size[ok] = len(code)
+    before = end - size - 1  # where the character before the minus ends
     byte = data[np.maximum(before, 0)]
     at_start = before < start
-    sign = (narrow | wide) & (at_start | ~_ASCII_ALNUM[byte])
-    other = (narrow | wide) & ~at_start & (byte >= 0x80)
+    sign = (size > 0) & (at_start | ~_ASCII_ALNUM[byte])
+    other = (size > 0) & ~at_start & (byte >= 0x80)
     if other.any():
         sign[other] = _minus_ends(_strings(data, start[other], end[other]))
     return sign
 
 
-_ASCII_ALNUM = np.isin(
-    np.arange(256), [*b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"]
-)
+_ASCII_ALNUM = _byte_table((string.digits + string.ascii_letters).encode())
 
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
     """Heads ending with a minus that is a sign (at the start or after a non-alnum)."""
-    minus = _mask(pc.ends_with(head, "-")) | _mask(pc.ends_with(head, "\u2212"))
+    minus = np.logical_or.reduce([_mask(pc.ends_with(head, m)) for m in MINUS])
     at_start = np.asarray(pc.utf8_length(head)) == 1
     before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
     return minus & (at_start | ~before)
 
 
-_MINUS_LAST = np.isin(np.arange(256), [0x2D, 0x92])  # last byte of "-" and of U+2212
+_MINUS_CODES = [np.frombuffer(m.encode(), np.uint8) for m in MINUS]
+_MINUS_LAST = _byte_table(bytes(int(code[-1]) for code in _MINUS_CODES))
 _CURRENCY_CODES = [np.frombuffer(c.encode(), np.uint8) for c in CURRENCY]
-_CURRENCY_LAST = np.isin(np.arange(256), [int(code[-1]) for code in _CURRENCY_CODES])
+_CURRENCY_LAST = _byte_table(bytes(int(code[-1]) for code in _CURRENCY_CODES))
 
 
 def _currency_after_minus(head: Spans, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,6 +22,7 @@ from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
     _astral_chars,
     _byte_lengths,
+    _byte_table,
     _bytes,
     _holding,
     _last_byte,
@@ -31,24 +32,40 @@ from numdiff_component.reading.buffers import (
     _spans_holding,
     _top_byte,
 )
+from numdiff_component.reading.fractions import SLASH
 from numdiff_component.reading.grammar import (
+    BLANK,
+    BLANKS,
     CURRENCY,
+    DIGITS,
+    EXPONENT,
     EXTRA_SEPARATORS,
+    char_class,
     group_separators,
     literal,
     separators,
     token_parts,
+    token_regex,
 )
-from numdiff_component.reading.marks import SCALE_FIRST, SCALE_WORDS
+from numdiff_component.reading.marks import (
+    LATEX_ESCAPE,
+    PERCENT,
+    PERCENT_MARK,
+    PERCENT_SIGN,
+    SCALE_LETTERS,
+    SCALE_WORDS,
+    scale_first,
+    scale_regex,
+)
 from numdiff_component.reading.signs import _signed_values
 
 _MARK = "\ue000"  # private-use marker put before each token to find the last one
 
 
 @lru_cache(maxsize=32)
-def _token_parts(decimal_comma: bool, opts: Options | None = None) -> tuple[str, str, str, str]:
-    """`grammar.token_parts`: with ``opts`` its separators, else the one of §1."""
-    return token_parts(opts or Options(decimal_comma=decimal_comma), extra=opts is not None)
+def _token_parts(decimal_comma: bool) -> tuple[str, str, str, str]:
+    """`grammar.token_parts` with the one separator of §1."""
+    return token_parts(Options(decimal_comma=decimal_comma), extra=False)
 
 
 def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
@@ -60,13 +77,9 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
     that the match consumes. Greedy matching makes every other form end before a non-digit
     anyway, so requiring it after every token changes nothing else.
     """
-    grouped, fraction, exponent, point = _token_parts(decimal_comma)
-    token = (
-        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent})?"
-        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
-    )
+    token = token_regex(Options(decimal_comma=decimal_comma), extra=False)
     before = "^" if leading else f"(?P<pre>(?:^|.)[+\\-\u2212][{CURRENCY}]?)??"
-    return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>[ \t]*\\?%)|[^0-9]|$)"
+    return rf"(?s){before}(?P<tok>{token})(?:(?P<pct>{PERCENT})|[^0-9]|$)"
 
 
 def _lead_regex(opts: Options) -> str:
@@ -88,9 +101,10 @@ def _lead_regex(opts: Options) -> str:
     if _looks_after(opts):
         return lead
     if opts.scale == "words":
-        pct = "|(?P<pct>\\\\?%)" if opts.percent == "fraction" else ""
-        return rf"{lead}(?:[ \t]*(?:(?P<sc>[{SCALE_FIRST}]){pct}))?"
-    pct = "(?P<pct>[ \t]*\\\\?%)?" if opts.percent == "fraction" else ""
+        pct = f"|(?P<pct>{PERCENT_MARK})" if opts.percent == "fraction" else ""
+        first = char_class(scale_first(opts))
+        return rf"{lead}(?:{BLANKS}(?:(?P<sc>[{first}]){pct}))?"
+    pct = f"(?P<pct>{PERCENT})?" if opts.percent == "fraction" else ""
     return lead + pct
 
 
@@ -103,18 +117,42 @@ def _looks_after(opts: Options) -> bool:
 # The character after the token, right after it or after blanks: what decides whether §1.1
 # reads another token there (a scale word's letter, a percent, an extra separator and a digit,
 # ``\\,``, A/B's slash). Right after it, what the token itself may go on with is left out.
-_BLANK = np.isin(np.arange(256), [*b" \t"])
-_GOES_ON = np.isin(np.arange(256), [*b" \t0123456789.,eE"])
+_BLANK = _byte_table(BLANK.encode())
+_GOES_ON = _byte_table(f"{BLANK}{DIGITS}{''.join(separators(False))}{EXPONENT}".encode())
 _BLANK_STEPS = 8  # a longer run of blanks after the token: the row is handed on
 # Right after the token, a byte that may make it another one: the first byte of an extra
 # separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
 # ``\\`` (of ``\\,`` and ``\\%``), A/B's ``/``; after blanks, a digit (the separator " ")
 # or ``\\`` (of ``\\%``).
 _SEPARATOR_STARTS = [sep.encode()[0] for sep in EXTRA_SEPARATORS if sep != " "]
-_NEXT_RIGHT = np.isin(np.arange(256), [*b"\\/", *_SEPARATOR_STARTS])
-_NEXT_AFTER_BLANKS = np.isin(np.arange(256), [*b"0123456789\\"])
-_SCALE_BYTES = np.isin(np.arange(256), [*SCALE_FIRST.encode()])
-_PERCENT_BYTE = np.isin(np.arange(256), [*b"%"])
+_NEXT_RIGHT = _byte_table(bytes(_SEPARATOR_STARTS) + f"{LATEX_ESCAPE}{SLASH}".encode())
+_NEXT_AFTER_BLANKS = _byte_table(f"{DIGITS}{LATEX_ESCAPE}".encode())
+_PERCENT_BYTE = _byte_table(PERCENT_SIGN.encode()[:1])
+
+
+@lru_cache(maxsize=32)
+def _scale_bytes(opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes of `marks`' scale words for `_scale_word_at`: the first byte of a word (any
+    case, letters in theirs), the words of one byte, and the pairs of a word's first two bytes."""
+    first, one, pairs = np.zeros(256, bool), np.zeros(256, bool), np.zeros((256, 256), bool)
+    forms = [*SCALE_LETTERS, *(w[:2] for w in [*SCALE_WORDS, *dict(opts.scale_words)])]
+    for form in forms:
+        cases = [form] if form in SCALE_LETTERS else _cases(form)
+        for case in map(str.encode, cases):
+            first[case[0]] = True
+            if len(case) == 1:
+                one[case[0]] = True
+            else:
+                pairs[case[0], case[1]] = True
+    return first, one, pairs
+
+
+def _cases(word: str) -> list[str]:
+    """Every any-case spelling of ``word`` (a short one: a scale word's first two letters)."""
+    out = [""]
+    for c in word:
+        out = [o + x for o in out for x in dict.fromkeys((c, c.lower(), c.upper())) if len(x) == 1]
+    return out
 
 
 def _clean_group_regex(decimal_comma: bool) -> str:
@@ -157,11 +195,7 @@ def _from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 def _scan_regex(decimal_comma: bool) -> str:
     """RE2 pattern matching each token left to right without overlap, as ``finditer`` does."""
-    grouped, fraction, exponent, point = _token_parts(decimal_comma)
-    return (
-        rf"{grouped}(?:{fraction}(?:{exponent})?|{exponent}|[^0-9]|$)"
-        rf"|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
-    )
+    return token_regex(Options(decimal_comma=decimal_comma), form="scan", extra=False)
 
 
 def _cast(text: pa.Array) -> np.ndarray:
@@ -308,7 +342,8 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
         if opts.fractions and _may_hold(text, b"\\"):  # a \frac before the first digit
             found &= ~_spans_holding(head, ord("\\"))
-        scaled = _SCALE_BYTES[right] | _SCALE_BYTES[later]
+        scale_bytes = _scale_bytes(opts)
+        scaled = scale_bytes[0][right] | scale_bytes[0][later]
         percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
     else:
         scaled = _lengths(_field(parts, "sc")) > 0 if opts.scale == "words" else None
@@ -316,9 +351,9 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     if scaled is not None and opts.scale == "words":  # words looked for where their letter is
         maybe = found & scaled
         if maybe.any() and _looks_after(opts):
-            found[maybe] = ~_scale_word_at(text, where[maybe])
+            found[maybe] = ~_scale_word_at(text, where[maybe], *scale_bytes[1:])
         elif maybe.any():
-            word = rf"[0-9.,][ \t]*(?:{SCALE_WORDS})"
+            word = rf"[0-9.,]{BLANKS}(?:{scale_regex(opts)})"
             found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)

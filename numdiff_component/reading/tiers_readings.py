@@ -14,14 +14,30 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import _bytes, _first_bytes, _mask, _may_hold
-from numdiff_component.reading.fractions import frac_regex
-from numdiff_component.reading.grammar import CURRENCY, LATEX_COMMAS, group_separators, literal
+from numdiff_component.reading.fractions import FRAC, FRAC_COMMANDS, SLASH, frac_regex
+from numdiff_component.reading.grammar import (
+    BLANK,
+    BLANKS,
+    CURRENCY,
+    DIGITS,
+    EXPONENT,
+    EXTRA_SEPARATORS,
+    LATEX_COMMAS,
+    SIGNS,
+    char_class,
+    group_separators,
+    literal,
+    separators,
+    token_regex,
+)
 from numdiff_component.reading.marks import (
-    ANY_MARKER,
     BOX_REGEX,
-    SCALE_WORDS,
-    SCALES,
+    PERCENT,
+    SCALE_LETTERS,
+    any_marker_regex,
     reversed_answer_regex,
+    scale_regex,
+    scale_table,
 )
 from numdiff_component.reading.plain import parse_text
 from numdiff_component.reading.signs import _alnum_mask, _signed_values
@@ -34,7 +50,6 @@ from numdiff_component.reading.tiers import (
     _parse_lead,
     _per_cent,
     _replace_rows,
-    _token_parts,
 )
 
 # --- the vectorised path of SPEC §1.1 -------------------------------------------------------
@@ -61,10 +76,7 @@ def _re2_token(opts: Options, *, scan: bool = False) -> str:
     """The token alternatives in the plain path's order, without their look-arounds. With
     ``scan``: each token left to right without overlap, as ``finditer`` finds them (a grouped
     one takes the non-digit after it), with no named groups."""
-    grouped, fraction, exponent, point = _token_parts(opts.decimal_comma, opts)
-    tail = rf"{fraction}(?:{exponent})?|{exponent}"
-    grouped = rf"{grouped}(?:{tail}|[^0-9]|$)" if scan else rf"{grouped}(?:{tail})?"
-    token = rf"{grouped}|[0-9]+(?:{fraction})?(?:{exponent})?|{point}[0-9]+(?:{exponent})?"
+    token = token_regex(opts, form="scan" if scan else "re2")
     if opts.fractions:
         frac, slash = frac_regex(opts.decimal_comma), "(?P<sa>[0-9]+)/(?P<sb>0*[1-9][0-9]*)"
         if scan:
@@ -81,16 +93,26 @@ def _re2_scan(opts: Options) -> str:
 def _read_regex(opts: Options, *, leading: bool) -> str:
     """The first token with ``pre`` (its sign), ``scale``, ``pct`` and ``nx``, the next char."""
     before = "^" if leading else f"(?P<pre>(?:^|.)[+\\-\u2212][{CURRENCY}]?)??"
-    scale = rf"(?P<scale>[ \t]*(?:{SCALE_WORDS}))?" if opts.scale == "words" else ""
-    pct = r"(?P<pct>[ \t]*\\?%)?" if opts.percent == "fraction" else ""
+    scale = rf"(?P<scale>{BLANKS}(?:{scale_regex(opts)}))?" if opts.scale == "words" else ""
+    pct = rf"(?P<pct>{PERCENT})?" if opts.percent == "fraction" else ""
     return rf"(?s){before}(?P<tok>{_re2_token(opts)}){scale}{pct}(?P<nx>.|$)"
 
 
-def _hard_regex(opts: Options) -> str | None:
+def _hard_parts(opts: Options) -> list[tuple[str, bytes]]:
     """Rows the RE2 patterns may read differently: A/B next to another slash and digits (where
     the plain path looks around), a grouped token right before a ``\\frac`` (the scan takes
-    the backslash)."""
-    return r"/[0-9]+/[0-9]|[0-9]{3}\\[dt]?frac\{" if opts.fractions else None
+    the backslash); each with a byte that its every match holds."""
+    if not opts.fractions:
+        return []
+    return [
+        (f"{SLASH}[0-9]+{SLASH}[0-9]", SLASH.encode()),
+        (rf"[0-9]{{3}}{FRAC}\{{", FRAC_COMMANDS[0][:1].encode()),
+    ]
+
+
+def _hard_regex(opts: Options) -> str | None:
+    """`_hard_parts` as one pattern (``None`` for none)."""
+    return "|".join(pattern for pattern, _ in _hard_parts(opts)) or None
 
 
 def _reversed_last_regex(opts: Options) -> str:
@@ -100,11 +122,13 @@ def _reversed_last_regex(opts: Options) -> str:
     starts after a character that no token holds (``ctx``), so tokens found from there are the
     text's.
     """
-    chars = f"0-9.,eE+\\-\u2212{CURRENCY}"  # a currency symbol: between a sign and a token
+    # A currency symbol: between a sign and a token.
+    chars = f"{DIGITS}{''.join(separators(False))}{EXPONENT}{SIGNS}{CURRENCY}"
     if opts.thousands == "any":
-        chars += " \u00a0\u202f\u2009'\u2019\\\\"
+        chars += "".join(EXTRA_SEPARATORS)
     if opts.fractions:
-        chars += "/\\\\{}dtfrac \t"
+        chars += f"{SLASH}{''.join(FRAC_COMMANDS)}{{}}{BLANK}"
+    chars = char_class("".join(dict.fromkeys(chars)))
     return rf"(?s)^(?P<r>[^0-9]*[0-9][{chars}]*(?P<ctx>[^{chars}]|$))"
 
 
@@ -214,13 +238,15 @@ def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: 
         rows = _lengths(numerator) > 0
         if rows.any():
             top = _decimal_values(numerator.filter(rows), opts)
-            values[rows] = top / _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            bottom = _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            finite = np.isfinite(top) & np.isfinite(bottom)  # `fractions.quotient`
+            values[rows] = np.where(finite, top / np.where(finite, bottom, 1), np.nan)
             fraction |= rows
     values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
-    _apply_scale(values, parts)
+    _apply_scale(values, parts, opts)
 
 
-def _apply_scale(values: np.ndarray, parts: pa.StructArray) -> None:
+def _apply_scale(values: np.ndarray, parts: pa.StructArray, opts: Options) -> None:
     """Multiply by the scale word (group ``scale``) where it ends before a non-alnum."""
     scale, pct = _field(parts, "scale"), _field(parts, "pct")
     if scale is None:
@@ -229,10 +255,12 @@ def _apply_scale(values: np.ndarray, parts: pa.StructArray) -> None:
     with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
     valid = has & (with_pct | ~_alnum_mask(pc.struct_field(parts, "nx")))
     if valid.any():
-        word = pc.utf8_ltrim(scale.filter(valid), " \t")
-        key = pc.if_else(pc.greater(pc.utf8_length(word), 1), pc.utf8_lower(word), word)
-        factors = np.array(list(SCALES.values()))
-        values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(SCALES))))]
+        word = pc.utf8_ltrim(scale.filter(valid), BLANK)  # then keyed as `marks.scale_key` does
+        letters = pa.array(list(SCALE_LETTERS), pa.string())
+        key = pc.if_else(pc.is_in(word, value_set=letters), word, pc.utf8_lower(word))
+        table = scale_table(opts.scale_words)
+        factors = np.array(list(table.values()))
+        values[valid] *= factors[np.asarray(pc.index_in(key, pa.array(list(table))))]
 
 
 def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
@@ -281,9 +309,10 @@ def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
-def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+def _answer_spans(text: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
-    r, c, box = _reversed_search(text, reversed_answer_regex(), ("r", "c", "box", "ans"))[:3]
+    names = ("r", "c", "box", "ans")
+    r, c, box = _reversed_search(text, reversed_answer_regex(opts), names)[:3]
     marked = _mask(r.is_valid())
     r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
     span = _reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
@@ -296,20 +325,28 @@ def _answer_spans(text: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     return marked, span, deep
 
 
+def _special_parts(opts: Options) -> list[tuple[str, bytes]]:
+    """Rows that need a look before the RE2 patterns: `_MARK`, LaTeX commas, `_hard_parts`;
+    each with a byte that its every match holds (a literal's least common one)."""
+    special = [_MARK, *(LATEX_COMMAS if opts.thousands == "any" else ())]
+    parts = [(literal(text), _rare_byte(text)) for text in special]
+    return parts + _hard_parts(opts)
+
+
+def _rare_byte(text: str) -> bytes:
+    """A byte of ``text``, its first that is not a letter, digit, blank, comma or point."""
+    data = text.encode()
+    common = f"{BLANK}{''.join(separators(False))}".encode()
+    return next((bytes([b]) for b in data if not (chr(b).isalnum() or b in common)), data[:1])
+
+
 def _special_regex(opts: Options) -> str:
-    """Rows that need a look before the RE2 patterns: LaTeX commas, `_MARK`, `_hard_regex`."""
-    special = ["\\x{e000}"]
-    if opts.thousands == "any":
-        special += [literal(latex) for latex in LATEX_COMMAS]
-    hard = _hard_regex(opts)
-    return "|".join([*special, hard] if hard else special)
+    return "|".join(pattern for pattern, _ in _special_parts(opts))
 
 
 def _special_bytes(opts: Options) -> bytes:
-    """A byte that each match of `_special_regex` holds (the first byte of `_MARK`, ...)."""
-    return (
-        b"\xee" + (b"{\\" if opts.thousands == "any" else b"") + (b"/\\" if opts.fractions else b"")
-    )
+    """A byte that each match of `_special_regex` holds."""
+    return b"".join(byte for _, byte in _special_parts(opts))
 
 
 def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
@@ -332,7 +369,7 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
             for latex in LATEX_COMMAS:
                 some = pc.replace_substring(some, latex, ",")
             text = _replace_rows(text, special, some)
-        mark = "\\x{e000}" if opts.pick != "first" else None  # the scan's own marker
+        mark = _MARK if opts.pick != "first" else None  # the scan's own marker
         hard_regex = "|".join(filter(None, [_hard_regex(opts), mark]))
         if hard_regex:
             hard[special] = _mask(pc.match_substring_regex(some, hard_regex))
@@ -348,9 +385,9 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
     else:
         marked = np.zeros(len(index), bool)
         if opts.pick == "answer":
-            marked = _mask(pc.match_substring_regex(strings, ANY_MARKER))
+            marked = _mask(pc.match_substring_regex(strings, any_marker_regex(opts)))
             if marked.any():
-                has, span, deep = _answer_spans(strings.filter(marked))
+                has, span, deep = _answer_spans(strings.filter(marked), opts)
                 found = index[marked][has]
                 hard[found[deep]] = True  # the plain path reads those
                 out[found[~deep]] = _first_values(span.filter(~deep) if deep.any() else span, opts)

@@ -63,15 +63,15 @@ for _name, _d in zip(
 
 # v4 (words="all"): the words read only then.
 MORE_ZEROS = {"nought": 0, "naught": 0, "nil": 0}  # as "zero"
-MORE_MAGNITUDES = {"dozen": 12, "lakh": 10**5, "crore": 10**7}
-MORE_FRACTION_WORDS = {"millionth": 10**6, "billionth": 10**9, "trillionth": 10**12}
+MULTIPLIERS = {"dozen": 12, "lakh": 10**5, "crore": 10**7}
+TINY_FRACTIONS = {"millionth": 10**6, "billionth": 10**9, "trillionth": 10**12}
 POINT_ZEROS = {"oh": 0}  # a decimal digit only after "point"
 SIGN_WORDS = ("minus", "negative")
 MAIN_UNITS = ("dollar", "euro", "pound")  # composite amounts: main unit, then 1/100 of it
 MINOR_UNITS = ("cent", "penny", "pence")
 NOT_HALF_AFTER = ("the", "first", "second", "other", "last", "latter")  # "the second half"
 
-for _table in (FRACTION_WORDS, MORE_FRACTION_WORDS):
+for _table in (FRACTION_WORDS, TINY_FRACTIONS):
     for _name, _d in list(_table.items()):
         if not _name.startswith("hal"):
             _table[_name + "s"] = _d
@@ -80,11 +80,11 @@ VOCABULARY |= set(FRACTION_WORDS)
 # The words a phrase can start with ("a" needs "hundred" or an M after it).
 FIRST_WORDS = ["zero", "hundred", *UNITS, *TEENS, *TENS, *MAGNITUDES]
 # v4: plural multipliers (read with a count only), run-together tens and units ("twentyone").
-PLURALS = {w + "s": w for w in ["hundred", *MAGNITUDES, *MORE_MAGNITUDES]}
+PLURALS = {w + "s": w for w in ["hundred", *MAGNITUDES, *MULTIPLIERS]}
 RUN_TOGETHER = {t + u: (t, u) for t in TENS for u in UNITS}
-ALL_MAGNITUDES = MAGNITUDES | MORE_MAGNITUDES
-ALL_FRACTION_WORDS = FRACTION_WORDS | MORE_FRACTION_WORDS
-ALL_VOCABULARY = VOCABULARY | set(MORE_ZEROS) | set(MORE_MAGNITUDES) | set(MORE_FRACTION_WORDS)
+ALL_MAGNITUDES = MAGNITUDES | MULTIPLIERS
+ALL_FRACTION_WORDS = FRACTION_WORDS | TINY_FRACTIONS
+ALL_VOCABULARY = VOCABULARY | set(MORE_ZEROS) | set(MULTIPLIERS) | set(TINY_FRACTIONS)
 ALL_VOCABULARY |= {"point", *POINT_ZEROS}
 
 _WORD = re.compile(r"[A-Za-z&]+")
@@ -393,7 +393,7 @@ def route_words(v4: bool) -> str:
     words = list(FIRST_WORDS)
     if not v4:
         return "|".join(words)
-    words += [*MORE_ZEROS, *MORE_MAGNITUDES, "half", "point", *SIGN_WORDS]
+    words += [*MORE_ZEROS, *MULTIPLIERS, "half", "point", *SIGN_WORDS]
     singular = [w for w in ALL_FRACTION_WORDS if not w.endswith("s")]
     return "|".join(
         [

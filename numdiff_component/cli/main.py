@@ -1,0 +1,352 @@
+"""The ``numdiff`` command line. The only module that prints or exits.
+
+Exit codes: 0 done; 1 the quality gate (``--fail-under``) failed; 2 bad input or usage;
+3 the tracking server could not be reached (the local results are complete all the same);
+128 + the signal's number when stopped by SIGINT (130) or SIGTERM (143).
+Heavy imports happen inside the commands so that ``numdiff --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from numdiff_component.cli.compare import compare
+from numdiff_component.cli.options import (
+    EXIT_GATE,
+    EXIT_INPUT,
+    Command,
+    fail,
+    guarded,
+    scoring_options,
+)
+from numdiff_component.cli.options import _given as _given  # the option values, as tests see them
+from numdiff_component.cli.output import Progress, print_outcome
+from numdiff_component.cli.output import summary_lines as summary_lines
+from numdiff_component.errors import Stopped, check_stopped, stop
+from numdiff_component.options import Options
+
+# Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
+_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="numdiff_component")
+def cli() -> None:
+    """Numeric diff evaluator: score how close numeric outputs are to the expected numbers.
+
+    Set NUMDIFF_TRACEBACK=1 to see the traceback behind an error.
+    """
+    for key, value in _HTTP_DEFAULTS.items():  # the user's own settings win
+        os.environ.setdefault(key, value)
+
+
+@cli.command(cls=Command)
+@guarded
+@click.argument("predictions", required=False, default=None)
+@click.option("--output-col", default="output", show_default=True, help="Column with the outputs.")
+@click.option(
+    "--expected-col",
+    default="expected",
+    show_default=True,
+    help="Column with the expected numbers.",
+)
+@click.option(
+    "--id-col",
+    default="",
+    help="Column identifying each row (kept in the results, used by compare).",
+)
+@scoring_options
+@click.option(
+    "--format",
+    "fmt",
+    default=None,
+    metavar="[csv|parquet|json|jsonl]",
+    help="Format of PREDICTIONS  [default: from the extension]",
+)
+@click.option("--experiment-name", default=None, help="MLflow experiment to log to.")
+@click.option("--run-name", default=None, help="Name of the MLflow run.")
+@click.option(
+    "--results-dir",
+    default=None,
+    help="Folder for the local copy of the per-item results  [default: a new temporary folder]",
+)
+@click.option(
+    "--fail-under",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="RATE",
+    help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["pandas", "spark"]),
+    default="pandas",
+    show_default=True,
+    help="pandas: stream on this machine; spark: Spark (local[2], or the cluster of spark-submit).",
+)
+@click.option("--no-plots", is_flag=True, help="Skip the plots and the summary report.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Print nothing but errors (and the results path when --results-dir is not given).",
+)
+def score(
+    predictions: str,
+    output_col: str,
+    expected_col: str,
+    id_col: str,
+    options: Options,
+    fmt: str | None,
+    experiment_name: str | None,
+    run_name: str | None,
+    results_dir: str | None,
+    fail_under: float,
+    engine: str,
+    no_plots: bool,
+    quiet: bool,
+) -> None:
+    """Score a prediction table and log the results to MLflow.
+
+    PREDICTIONS is a local path, a URI pandas reads (s3://, https://...) or runs:/<run_id>/<path>
+    (an artifact of an earlier run). Without it, or given as the word `sample`, the sample table
+    inside the package is scored. Under `mlflow run`, a relative path is read from the folder
+    `mlflow run` was started in.
+    """
+    source = _predictions(predictions)
+    if not 0.0 <= fail_under <= 1.0:
+        fail(f"--fail-under must be a rate between 0 and 1, got {fail_under!r}", EXIT_INPUT)
+    if quiet:  # MLflow's own messages too ("Creating initial MLflow database tables...")
+        import warnings
+
+        warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    from numdiff_component.job.run import JobConfig, run_job
+    from numdiff_component.tracking.settings import check_store_location
+
+    check_store_location()
+    config = JobConfig(
+        predictions=source,
+        output_col=output_col,
+        expected_col=expected_col,
+        id_col=id_col or None,
+        options=options,
+        format=fmt,
+        results_dir=results_dir,
+        experiment_name=experiment_name,
+        run_name=run_name or None,  # the MLproject passes "" for none
+        plots=not no_plots,
+        engine=engine,
+        fail_under=fail_under or None,  # 0: no gate
+    )
+    if engine == "spark":
+        import warnings
+
+        warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    progress = None if quiet or not sys.stderr.isatty() else Progress()
+    outcome = run_job(config, progress=progress)
+    if progress is not None:
+        progress.done()
+    if not quiet:
+        print_outcome(outcome, options.threshold)
+    elif not results_dir:  # a new temporary folder: nobody could find it otherwise
+        click.echo(outcome.results)
+    if outcome.evaluation.gate == "failed":
+        from numdiff_component.aggregate import gate_failure
+
+        fail(gate_failure(outcome.evaluation.aggregates["pass_rate"], fail_under), EXIT_GATE)
+
+
+SAMPLE = "sample"
+"""The word for the sample table inside the package (the MLproject's default)."""
+
+
+def _predictions(given: str | None) -> str | None:
+    """The input to read: ``None`` for the packaged sample. An input given explicitly must name
+    something: "" or an option-like word is an `InputError`, never the sample."""
+    from numdiff_component.errors import InputError
+
+    if given is None:
+        return None
+    if not given.strip():
+        raise InputError(
+            "PREDICTIONS is empty; give a file or URI, or leave it out (or write 'sample') to "
+            "score the sample table inside the package"
+        )
+    if given.startswith("-"):
+        raise InputError(
+            f"PREDICTIONS {given!r} looks like an option, not an input; a file whose name starts "
+            f"with '-' is written ./{given}"
+        )
+    caller = _caller_folder()
+    if given == SAMPLE:
+        if os.path.exists(os.path.join(caller or "", SAMPLE)):
+            raise InputError(
+                f"'{SAMPLE}' names both the sample table inside the package and the file "
+                f"{os.path.join(caller or '.', SAMPLE)!r}; write ./{SAMPLE} for the file"
+            )
+        return None
+    from numdiff_component.inputs.tables import local_path
+
+    if caller is not None and local_path(given) == given and not os.path.isabs(given):
+        return os.path.join(caller, given)  # as MLflow reads a parameter of type path
+    return given
+
+
+def _caller_folder() -> str | None:
+    """Under ``mlflow run``, the folder it was started in; ``None`` elsewhere (or unknown).
+
+    ``mlflow run`` runs the step in the project folder, through ``bash -c`` (which may exec the
+    step in place); the process that started it, the first ancestor that is not that shell, is
+    still in the caller's folder. MLflow reads a parameter of type ``path`` from there: so is a
+    relative input (a parameter of type string, so that ``runs:/`` and remote URIs pass as
+    they are). Read from ``/proc``: on a system without it, paths stay as given.
+    """
+    if not os.environ.get("MLFLOW_RUN_ID") or not os.path.isfile("MLproject"):
+        return None
+    pid = os.getppid()
+    try:
+        for _ in range(3):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if os.path.basename(argv[0]) in (b"bash", b"sh") and argv[1:2] == [b"-c"]:
+                stat = Path(f"/proc/{pid}/stat").read_bytes()
+                pid = int(stat.rsplit(b")", 1)[1].split()[1])  # the shell's parent
+                continue
+            return os.readlink(f"/proc/{pid}/cwd")
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+# Further commands (log-model, compare) are defined below this line, one function each.
+
+
+@cli.command("log-model", cls=Command)
+@guarded
+@click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
+@scoring_options
+@click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
+@click.option("--run-name", default=None, help="Name of a new MLflow run.")
+def log_model(
+    name: str,
+    options: Options,
+    experiment_name: str | None,
+    run_name: str | None,
+) -> None:
+    """Log the scorer as an MLflow pyfunc model and print its URI.
+
+    The model takes a table with 'output' and 'expected' (text) and returns score, passed,
+    label, output_value, expected_value and abs_error per row. Serve it with
+    `mlflow models serve -m <URI> --env-manager local`.
+    """
+    from numdiff_component.adapters.pyfunc import log_numeric_diff_model
+
+    info = log_numeric_diff_model(
+        name,
+        experiment_name=experiment_name,
+        run_name=run_name,
+        **options.as_dict(),
+    )
+    click.echo(info.model_uri)
+
+
+cli.add_command(compare)
+
+
+def _signalled(signum: int, frame: object) -> None:
+    # The first signal decides: later ones are ignored, so that the cleanup it starts (removing
+    # a partial file) runs to its end, and the exit code and the message name the same signal.
+    # (A handler that does nothing, not SIG_IGN: one already on its way would be reported.)
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, _ignored)
+    stop(signum)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    pass
+
+
+def _stopped_at_exit(signum: int, frame: object) -> None:
+    """A signal once the command is done (MLflow's and the temporary copies' clean-up at exit):
+    stop at once with the signal's code, not with a traceback from an exit handler."""
+    os._exit(128 + signum)
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    # A signal's exception lost in a finalizer or a callback is raised again by check_stopped:
+    # not a second message. Anything else is said as Python says it.
+    if not isinstance(unraisable.exc_value, Stopped):
+        sys.__unraisablehook__(unraisable)
+
+
+_exit_code = 1  # what the process ends with: the command's code once it has one
+
+
+def _end_process() -> None:
+    """The last exit handler (the first registered): the process ends here, once the other
+    exit handlers have run, and Python's finalization never starts. pyarrow lets go of the
+    Python buffers it read a stream through in threads of its own; one let go while Python
+    finalizes aborts the process ("terminate called without an active exception", exit 134;
+    the cores show ``PyBuffer::~PyBuffer`` taking the GIL in a pyarrow thread while the main
+    thread is in ``Py_FinalizeEx``), now and then after a bad CSV row."""
+    logging.shutdown()  # registered before this handler, so it would not run otherwise
+    code = _exit_code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # output lost at the very end: not a success (120, as Python says it)
+            code = code or 120
+        except ValueError:  # closed
+            pass
+    os._exit(code)
+
+
+def main() -> None:
+    global _exit_code
+    atexit.register(_end_process)
+    try:
+        _main()
+    except SystemExit as exc:  # an int, None (0) or a message Python has printed (1)
+        _exit_code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        raise
+    _exit_code = 0
+
+
+def _main() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _signalled)
+    sys.unraisablehook = _unraisable
+    stopped = False  # by a signal: then a later one changes neither the message nor the code
+    try:
+        try:
+            cli(prog_name="numdiff")
+        finally:  # the signal's exception may have been lost on the way (see check_stopped)
+            check_stopped()
+    except Stopped as exc:
+        stopped = True
+        name = signal.Signals(exc.args[0]).name
+        click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
+        sys.exit(128 + exc.args[0])
+    except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
+    finally:
+        # Stopped: a later signal is ignored by the system itself, also while the interpreter
+        # shuts down (when Python's own handlers are gone), so the code agrees with the message.
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN if stopped else _stopped_at_exit)
+        except Stopped as exc:  # one that came as the command ended, its handler run only now
+            _stopped_at_exit(exc.args[0], None)

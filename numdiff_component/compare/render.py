@@ -1,0 +1,151 @@
+"""Rendering a comparison (`numdiff_component.compare.comparison`): a JSON-ready summary, and
+text for the terminal."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from numdiff_component.compare.comparison import TEST_NAME, Comparison
+from numdiff_component.errors import visible
+
+
+def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
+    """A JSON-ready summary; each row list holds at most ``limit`` rows (all when None)."""
+
+    def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+        shown = frame if limit is None else frame.head(limit)
+        shown = shown.drop(columns=["passed_a", "passed_b"])
+        return [_json_row(r) for r in shown.to_dict("records")]
+
+    return {
+        "matched_by": {"id_col": comparison.matched_by} if comparison.matched_by else "position",
+        "n_pairs": len(comparison.rows),
+        "n_expected_differ": comparison.n_expected_differ,
+        "aggregates": {
+            name: {
+                k: _json_number(int(v) if name.startswith("n_") else v) for k, v in values.items()
+            }
+            for name, values in comparison.aggregates.items()
+        },
+        "test": {
+            "name": TEST_NAME,
+            "p_value": comparison.p_value,
+            "alpha": comparison.alpha,
+            "beyond_noise": comparison.beyond_noise,
+            "n_regressed": comparison.n_regressed,
+            "n_improved": comparison.n_improved,
+        },
+        "regressed": records(comparison.regressed()),
+        "improved": records(comparison.improved()),
+        "largest_score_drops": records(comparison.largest_drops(limit or len(comparison.rows))),
+    }
+
+
+def format_text(
+    comparison: Comparison,
+    a: str,
+    b: str,
+    limit: int | None = 20,
+    options: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {}),
+) -> str:
+    """The comparison as text for the terminal; row lists cut at ``limit`` rows. ``options``:
+    the options each side was scored with, as recorded (shown when known)."""
+    summary = to_json(comparison, limit)
+    how = f"by id column {comparison.matched_by!r}" if comparison.matched_by else "by row position"
+    lines = [
+        "numeric diff comparison",
+        f"  A  {visible(a)}",
+        f"  B  {visible(b)}",
+        f"  {len(comparison.rows):,} rows matched {how}",
+        *_options_lines(*options),
+        "",
+        f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
+    ]
+    for name, values in comparison.aggregates.items():
+        cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
+        line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
+        if "diff_stderr" in values and not math.isnan(values["diff_stderr"]):
+            line += f"  ± {values['diff_stderr']:.2g} (paired standard error)"
+        lines.append(line)
+    verdict = "beyond noise" if comparison.beyond_noise else "within noise"
+    lines += [
+        "",
+        f"  pass/fail changes: {comparison.n_regressed:,} regressed, "
+        f"{comparison.n_improved:,} improved",
+        f"  {TEST_NAME} on the {comparison.n_regressed + comparison.n_improved:,} changed "
+        f"pairs: p = {comparison.p_value:.4g}, {verdict} (alpha {comparison.alpha:g})",
+    ]
+    if comparison.n_expected_differ:
+        lines.append(
+            f"  note: the expected number differs in {comparison.n_expected_differ:,} pairs; "
+            "are the rows matched right (--id-col)?"
+        )
+    sections = (
+        ("regressed (passed in A, failed in B)", "regressed", comparison.n_regressed),
+        ("improved (failed in A, passed in B)", "improved", comparison.n_improved),
+        ("largest score drops", "largest_score_drops", None),
+    )
+    for title, key, total in sections:
+        shown = summary[key]
+        count = f": {total:,}" if total is not None else ""
+        more = f" (first {len(shown)} shown)" if total is not None and len(shown) < total else ""
+        lines += ["", f"  {title}{count}{more}"]
+        if not shown:
+            lines.append("    none")
+            continue
+        lines.append(
+            f"    {'id':<16} {'score A':>9} {'score B':>9} "
+            f"{'output A':>12} {'output B':>12} {'expected':>12}"
+        )
+        for row in shown:
+            lines.append(
+                f"    {visible(str(row['id']))[:16]:<16} {_text_number('s', row['score_a']):>9} "
+                f"{_text_number('s', row['score_b']):>9} "
+                f"{_text_number('v', row['output_value_a']):>12} "
+                f"{_text_number('v', row['output_value_b']):>12} "
+                f"{_text_number('v', row['expected_value_b']):>12}"
+            )
+    return "\n".join(lines)
+
+
+def _options_lines(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    if not a and not b:
+        return []
+    if a == b:
+        return ["  options (A and B): " + ", ".join(f"{k} {visible(v)}" for k, v in a.items())]
+    differ = [k for k in {**a, **b} if a.get(k) != b.get(k)]
+    return [
+        "  options differ: "
+        + "; ".join(
+            f"{k} {visible(a.get(k, '?'))} in A, {visible(b.get(k, '?'))} in B" for k in differ
+        )
+    ]
+
+
+def _text_number(name: str, value: float | None, *, signed: bool = False) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    sign = "+" if signed else ""
+    return f"{value:{sign},.0f}" if name.startswith("n_") else f"{value:{sign}.6g}"
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: _json_number(v) for k, v in row.items()}
+    if not isinstance(out["id"], (str, int, float, bool, type(None))):
+        out["id"] = str(out["id"])
+    return out

@@ -1,0 +1,288 @@
+"""The scoring job behind ``numdiff score`` and the MLproject: open, score, keep, report, log.
+
+This module is engine-neutral. An engine opens the input and scores it into the results file,
+handing the results back batch by batch, in input order (the `Engine` protocol of
+`numdiff_component.job.config`); the pandas engine streams on this machine
+(`numdiff_component.engines.pandas_engine`), the Spark engine scores where the table lives
+(`numdiff_component.engines.spark`). Whatever the engine, the job then adds the batches up into the
+aggregates, feeds the report, writes it next to the results, and logs the run to MLflow, so
+both engines produce the same numbers, files and run contents.
+
+The per-item results are complete in the local results folder before anything goes to the
+tracking server, so a tracking failure loses nothing. A results folder the job made in the
+temporary folder is removed once everything is logged; it stays when logging failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from numdiff_component.aggregate import Totals, gate_failure
+from numdiff_component.errors import InputError, TrackingError, check_stopped
+from numdiff_component.hints import PresetHint
+from numdiff_component.inputs.tables import local_path
+from numdiff_component.job.config import Engine, JobConfig, Source
+from numdiff_component.job.results import (
+    CLAIM,
+    PREFIX,
+    RESULTS_PARQUET,
+    remove_temporary,
+    results_folder,
+)
+from numdiff_component.options import Options
+from numdiff_component.report.builder import ReportBuilder
+from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.tracking.boundary import (
+    LOG_TABLE_MAX_ROWS,
+    Evaluation,
+    import_mlflow,
+    log_evaluation,
+)
+from numdiff_component.tracking.settings import check_settings
+
+__all__ = ["CLAIM", "ENGINES", "Engine", "JobConfig", "JobOutcome", "engine_for", "run_job"]
+
+ENGINES = ("pandas", "spark")
+DATASET_SAMPLE_ROWS = 1_000
+"""Rows of a table too large to log whole whose schema is logged as the MLflow dataset."""
+LOG_TABLE_MAX_COLUMNS = 500
+"""Columns of the widest results logged whole (``results.json``, the dataset with its data):
+MLflow's table and dataset digest take seconds per thousand columns."""
+
+
+def engine_for(name: str) -> Engine:
+    """The engine called ``name`` (see `ENGINES`)."""
+    if name == "spark":
+        try:
+            from numdiff_component.engines.spark import SparkEngine
+        except ImportError as exc:
+            raise InputError(str(exc)) from exc
+        return SparkEngine()
+    if name == "pandas":
+        from numdiff_component.engines.pandas_engine import PandasEngine
+
+        return PandasEngine()
+    raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {name!r}")
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What the job produced. ``results_path`` is the local results file; ``kept`` says whether
+    it is still there (a temporary results folder goes once the run holds its contents)."""
+
+    evaluation: Evaluation
+    run_id: str | None
+    kept: bool = True
+
+    @property
+    def results_path(self) -> Path:
+        return self.evaluation.results_dir / RESULTS_PARQUET
+
+    @property
+    def results(self) -> str:
+        """Where the results are: the local file, or the run's artifact once it is gone."""
+        if self.kept or self.run_id is None:
+            return str(self.results_path)
+        return f"runs:/{self.run_id}/{PREFIX}/{RESULTS_PARQUET}"
+
+
+INFINITE_MAE = "mae is inf, logged to MLflow as 1.797e+308 (MLflow stores no infinity)"
+"""The note shown with results whose MAE is infinite."""
+
+
+@dataclass
+class _Collected:
+    totals: Totals
+    first: pd.DataFrame  # the first input rows, for the dataset's schema
+    kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
+    report: ReportBuilder | None
+    hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
+
+    def notes(self, options: Options) -> tuple[str, ...]:
+        """One-line hints for the user, shown with the results."""
+        note = self.hint.note()
+        return () if note is None else (note,)
+
+
+def _collect(
+    batches: Iterator[pd.DataFrame],
+    config: JobConfig,
+    source: str,
+    progress: Callable[[int], None] | None,
+) -> _Collected:
+    """Add up the result batches: totals, the first input rows, the rows to log, the report."""
+    totals, first = Totals(), None
+    hint = PresetHint(config.options, config.output_col, config.expected_col)
+    kept: list[pd.DataFrame] | None = []
+    report = None
+    if config.plots:
+        report = ReportBuilder.of(config.scoring, title=_title(config, source))
+    importing: threading.Thread | None = None
+    for results in batches:
+        check_stopped()  # a signal whose exception was lost on the way stops the job here
+        if first is not None and importing is None and config.track:
+            importing = _import_mlflow_aside()
+        if first is None:
+            first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
+        if report is not None:
+            report.add(results)
+        hint.add(results)
+        totals += Totals.of(results)
+        few = totals.n <= LOG_TABLE_MAX_ROWS and len(results.columns) <= LOG_TABLE_MAX_COLUMNS
+        kept = kept if kept is not None and few else None
+        if kept is not None:
+            kept.append(results)
+        if progress is not None:
+            progress(totals.n)
+    if first is None:
+        raise InputError(f"no rows to score in {source!r}")
+    if importing is not None:
+        importing.join()
+    return _Collected(totals, first, kept, report, hint)
+
+
+def _import_mlflow_aside() -> threading.Thread:
+    """`import_mlflow` (seconds) in a thread, while the job scores its second batch and on.
+    Not before: by then the scoring's own modules are imported (two threads importing modules
+    that import each other may see them half made). Waited for before the report's child is
+    forked; an error is raised again by the job's own `import_mlflow`."""
+    thread = threading.Thread(target=_quietly, args=(import_mlflow,), daemon=True)
+    thread.start()
+    return thread
+
+
+def _quietly(call: Callable[[], None]) -> None:
+    with contextlib.suppress(BaseException):
+        call()
+
+
+def _score(
+    engine: Engine,
+    table: Source,
+    config: JobConfig,
+    path: Path,
+    progress: Callable[[int], None] | None,
+) -> _Collected:
+    # Closed on the way out, so that an engine cleans up its files at once.
+    with closing(engine.score(table, config, path)) as batches:
+        return _collect(batches, config, table.source, progress)
+
+
+def _write_report(
+    report: ReportBuilder | None,
+    path: Path,
+    aggregates: dict[str, float],
+    source: str,
+    notes: tuple[str, ...],
+) -> list[Path]:
+    """The plots and summary next to the results; on a write error (a full disk) none is left."""
+    if report is None:
+        return []
+    try:
+        return report.write(path.parent, aggregates, source, notes)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the report to {str(path.parent)!r}: {exc}; "
+            f"the complete results are in {str(path)!r}"
+        ) from exc
+
+
+def _title(config: JobConfig, source: str | None = None) -> str:
+    """What names this job to a person: the run name, else ``numdiff <input file name>``."""
+    if config.run_name:
+        return config.run_name
+    name = Path(source or config.predictions or "sample").name
+    return f"numdiff {name}"
+
+
+def absolute(source: str) -> str:
+    """``source`` as an absolute path when it names a local file, else as given (a URI)."""
+    local = local_path(source)
+    return os.path.abspath(local) if local is not None and local == source else source
+
+
+def run_job(
+    config: JobConfig,
+    progress: Callable[[int], None] | None = None,
+    *,
+    engine: Engine | None = None,
+) -> JobOutcome:
+    """Score the input into the local results folder with the configured engine, write the
+    report, then log to MLflow (unless ``config.track`` is false).
+
+    ``progress`` is called with the number of rows scored so far after each batch.
+    """
+    if config.track:
+        check_settings()  # a bad setting is said before any work, not after it
+    engine = engine or engine_for(config.engine)
+    table = engine.open(config)
+    with results_folder(config.results_dir, local_path(table.source)) as folder:
+        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+    if outcome.run_id is not None and config.results_dir is None:
+        return JobOutcome(outcome.evaluation, outcome.run_id, kept=not remove_temporary(folder))
+    return outcome
+
+
+def _run(
+    engine: Engine,
+    table: Source,
+    config: JobConfig,
+    path: Path,
+    progress: Callable[[int], None] | None,
+) -> JobOutcome:
+    collected = _score(engine, table, config, path, progress)
+    aggregates = collected.totals.aggregates()
+    source = absolute(table.source)
+    notes = collected.notes(config.options)
+    if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
+        notes += (INFINITE_MAE,)
+    report = collected.report
+    # Making the report and importing MLflow take a second or more each: done side by side.
+    with (
+        report.made_apart(aggregates, source, notes)
+        if report is not None and config.track
+        else nullcontext()
+    ):
+        if config.track:
+            import_mlflow()
+        reports = _write_report(report, path, aggregates, source, notes)
+    evaluation = Evaluation(
+        **vars(config.scoring),
+        source=source,
+        dataset_name=table.name,
+        aggregates=aggregates,
+        results_dir=path.parent,
+        n_rows=collected.totals.n,
+        engine=config.engine,
+        fail_under=config.fail_under,
+        notes=notes,
+        reports=tuple(reports),
+    )
+    if not config.track:
+        return JobOutcome(evaluation, None)
+    results = pd.concat(collected.kept, ignore_index=True) if collected.kept else None
+    inputs = collected.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
+    try:
+        run_id = log_evaluation(
+            evaluation,
+            inputs,
+            results,
+            run_name=config.run_name,
+            default_run_name=_title(config, source),
+            experiment_name=config.experiment_name,
+        )
+    except TrackingError as exc:  # say where the results are: the folder may be temporary
+        gate, rate = "", aggregates["pass_rate"]
+        if evaluation.gate == "failed" and config.fail_under is not None:  # a failure of its own
+            gate = f"; the gate failed too: {gate_failure(rate, config.fail_under)}"
+        raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{gate}") from exc
+    return JobOutcome(evaluation, run_id)
