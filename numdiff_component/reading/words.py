@@ -258,18 +258,21 @@ def _point_tail(words: _Words, i: int, number: float, any_digits: bool) -> tuple
     found = (_DIGITS_ANY if any_digits else _DIGITS).match(words.text, w.end)
     if found and not words.text[found.end() : found.end() + 1].isalnum():
         return float(f"{int(number)}.{found.group(1)}"), found.end()
-    decimals, k = "", i + 1
+    decimals: list[str] = []
+    k = i + 1
     while (d := words[k]) is not None and d.sep == "gap":
         if d.word in _DIGIT_WORDS:
-            decimals, k = decimals + str(_DIGIT_WORDS[d.word]), k + 1
+            decimals.append(str(_DIGIT_WORDS[d.word]))
+            k += 1
             continue
         read = _n(words, k)
         if read is None:
             break
-        decimals, k = decimals + str(read[0]), read[1]
+        decimals.append(str(read[0]))
+        k = read[1]
     if not decimals:
         return number, end
-    return float(f"{int(number)}.{decimals}"), words[k - 1].end  # type: ignore[union-attr]
+    return float(f"{int(number)}.{''.join(decimals)}"), words[k - 1].end  # type: ignore[union-attr]
 
 
 _DIGITS = re.compile(r"[ \t]+([0-9]+)")
