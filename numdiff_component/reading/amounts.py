@@ -43,6 +43,11 @@ _MAINS = [w + s for w in MAIN_UNITS for s in ("", "s")]
 _MINORS = [w + s for w in MINOR_UNITS for s in ("", "s")]
 _MAIN = re.compile(rf"[ \t]+(?:{_words_pattern(_MAINS)}),?[ \t]+(?:{any_case('and')}[ \t]+)?")
 _MINOR = re.compile(rf"[ \t]+(?:{_words_pattern(_MINORS)})")
+# What every tail starts with (one match per token before the others): blanks and a first word,
+# or a hyphen and a multiplier.
+_FIRST_WORDS = [*_AFTER_BLANKS, "out", "over", *_MAINS]
+_ANY_TAIL = re.compile(rf"[ \t]*(?:{_words_pattern(_FIRST_WORDS)})|-(?:{_ANY_MULTIPLIER})")
+_SIGN_ENDS = {w[-1] for w in SIGN_WORDS}  # the last letter of a sign word
 
 
 def _value_of_multiplier(word: str) -> int:
@@ -57,6 +62,10 @@ def tail(
     (``3 dozens``, ``5-million``); ``out of`` (and ``over`` between phrases) a whole number;
     a composite amount (``3 dollars 50 cents``). ``whole_at``: the whole number at a position
     (digits or a phrase), ``phrase``: the token is a phrase."""
+    if end >= len(text) or not (text[end] in " \t-" or text[end].isalpha()):
+        return None  # a cheap first look: every tail starts so
+    if not _ANY_TAIL.match(text, end):
+        return None
     if not phrase:
         found = _MULTIPLIER.match(text, end)
         if found and not text[found.end() : found.end() + 1].isalnum():
@@ -81,7 +90,10 @@ def tail(
 def negative_word_before(text: str, start: int) -> bool:
     """v4: ``minus`` or ``negative`` and a gap before the token at ``start``, the word not
     after a digit or a number word (``5 minus 3`` is 5, then 3)."""
-    if start == 0 or text[start - 1] not in " \t":
+    i = start
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    if i == start or i == 0 or text[i - 1].lower() not in _SIGN_ENDS:  # a cheap first look
         return False
     word, i = word_before(text, start)
     if word not in SIGN_WORDS or (i >= len(word) and text[i - len(word)].isalpha()):

@@ -50,7 +50,7 @@ _POWER_TAIL = re.compile(_CARET)
 def power_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | None:
     """v4: ``^E`` right after a decimal token without exponent (``1.1^23``, ``2^{10}``):
     ``mantissa ** E``; infinite when it overflows (then no number)."""
-    found = _POWER_TAIL.match(text, end)
+    found = _POWER_TAIL.match(text, end) if text.startswith(POWER, end) else None
     if not found:
         return None
     exponent = float((found.group("c") or found.group("b")).translate(_FROM_SUPER))
