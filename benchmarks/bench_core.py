@@ -13,9 +13,12 @@ simple number pattern, plus the cast and the arithmetic; (c) a Python loop calli
 autoevals is not installed; (d) like (b) but extracting the LAST simple number (greedy ``(?s).*``
 before the pattern), on the prose and the chain-of-thought tables, beside the readings of SPEC
 §1.1, each alone and all together; (e) the option sets of SPEC §2.1's presets "answers" (on the
-chain-of-thought table, against (d)) and "prose" (on the prose table, against (b)). Best of R runs,
-in wall time, or with ``--clock cpu`` in this process's CPU time (steadier on a shared machine:
-time spent waiting for a core is not counted, for the floors and the reader alike).
+chain-of-thought table, against (d)) and "prose" (on the prose table, against (b)); (f) a table
+of quantities (SPEC §1.3: numbers of the prose table's shapes with a unit, bare or in a
+sentence) with the preset "measurements" (units read and converted), against (b) on that table.
+Best of R runs, in wall time, or with ``--clock cpu`` in this process's CPU time (steadier on a
+shared machine: time spent waiting for a core is not counted, for the floors and the reader
+alike).
 """
 
 from __future__ import annotations
@@ -98,6 +101,31 @@ def _numbers(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
     }
 
 
+MEASURES = [
+    "{f} {u}",
+    "{s} {u}",
+    "{g} {u}.",
+    "{i}{u}",
+    "about {f} {u}",
+    "The distance is {f} {u}.",
+    "It is roughly {e} {u} away.",
+    "{i} {u} in total",
+]
+UNITS = ["km", "m", "kg", "g", "mg", "°C", "degF", "mph", "km/h", "m/s^2", "kWh", "MiB", "hours"]
+
+
+def measurements_column(rng: np.random.Generator, n: int) -> list[str]:
+    """Quantities (SPEC §1.3): numbers of the prose table's shapes with a unit, bare or in a
+    sentence."""
+    nums = _numbers(rng, n)
+    picks = rng.integers(0, len(MEASURES), n).tolist()
+    units = rng.integers(0, len(UNITS), n).tolist()
+    return [
+        MEASURES[k].format(u=UNITS[units[row]], **{key: nums[key][row] for key in "fgeis"})
+        for row, k in enumerate(picks)
+    ]
+
+
 def clean_column(rng: np.random.Generator, n: int) -> list[str]:
     values = 10.0 ** rng.uniform(-3, 6, n) * rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
     shapes = rng.integers(0, 4, n)
@@ -118,7 +146,7 @@ def frame(kind: str, n: int, seed: int) -> pd.DataFrame:
     if kind == "cot":  # model outputs against a dataset's clean answers
         expected = [str(v) for v in rng.integers(0, 100_000, n).tolist()]
         return pd.DataFrame({"output": cot_column(rng, n), "expected": expected})
-    make = {"clean": clean_column, "prose": prose_column}[kind]
+    make = {"clean": clean_column, "prose": prose_column, "measurements": measurements_column}[kind]
     return pd.DataFrame({"output": make(rng, n), "expected": make(rng, n)})
 
 
@@ -157,6 +185,7 @@ def last_floor(df: pd.DataFrame) -> np.ndarray:
 
 
 PROSE_FLOOR = "floor (b): extract_regex + cast + arithmetic, prose"
+MEASURES_FLOOR = "floor (b): extract_regex + cast + arithmetic, measurements"
 READINGS: dict[str, dict[str, object]] = {  # SPEC §1.1, each alone and all together
     "defaults": {},
     "pick=answer": {"pick": "answer"},
@@ -232,6 +261,12 @@ def main() -> None:
             runs[f"score_frame, {table}, {label}"] = (run, n)
     runs["score_frame, cot, preset answers"] = (lambda: score_frame(cot, preset="answers"), n)
     runs["score_frame, prose, preset prose"] = (lambda: score_frame(prose, preset="prose"), n)
+    measures = frame("measurements", n, seed=4)
+    runs["score_frame, measurements, preset measurements"] = (
+        lambda: score_frame(measures, preset="measurements"),
+        n,
+    )
+    runs[MEASURES_FLOOR] = (lambda: extract_floor(measures), n)
     best = {name: float("inf") for name in runs}
     for _ in range(r):
         for name, (fn, _rows) in runs.items():
@@ -264,6 +299,8 @@ def main() -> None:
     checks.append(("(e) cot, preset answers / last-number floor (goal 1.0)", answers, 0.5))
     prose_preset = rate["score_frame, prose, preset prose"] / rate[PROSE_FLOOR]
     checks.append(("(e) prose, preset prose / extract+cast floor", prose_preset, 0.5))
+    units = rate["score_frame, measurements, preset measurements"] / rate[MEASURES_FLOOR]
+    checks.append(("(f) measurements, preset measurements / extract+cast floor", units, 0.3))
     print(f"\n{'ratio':<60} {'value':>6} {'target':>8}")
     for name, value, target in checks:
         verdict = "" if not target else "ok" if value >= target else "MISS"

@@ -11,7 +11,11 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.errors import InputError
-from numdiff_component.scoring import UNPARSEABLE, ScoreResult
+from numdiff_component.scoring import (
+    UNPARSEABLE,
+    ScoreResult,
+)
+from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
 AGGREGATE_NAMES = ("mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable")
 
@@ -38,6 +42,9 @@ class Totals:
     score_mean: float = 0.0
     score_m2: float = 0.0  # sum of squared deviations from the mean
     abs_error_sum: float = 0.0
+    units: bool = False  # results with units on (SPEC §2.2): the unit labels are counted
+    n_unit_mismatch: int = 0
+    n_unit_missing: int = 0
 
     @classmethod
     def of(cls, results: Mapping[str, Any]) -> Totals:
@@ -47,8 +54,13 @@ class Totals:
         if n == 0:
             return cls()
         # Compared as a Series: a string column compares in Arrow, not as Python objects.
-        parsed = np.asarray(pd.Series(results["label"], copy=False) != UNPARSEABLE, dtype=bool)
+        labels = pd.Series(results["label"], copy=False)
+        parsed = np.asarray(labels != UNPARSEABLE, dtype=bool)
         unparseable = n - int(np.count_nonzero(parsed))
+        units = "output_unit" in results
+        counts = labels.value_counts() if units else {}
+        if units:  # mae is over the rows compared: not those whose units do not compare
+            parsed = parsed & np.asarray(~labels.isin(UNIT_LABELS), dtype=bool)
         errors = np.asarray(results["abs_error"], dtype=float)
         mean = float(scores.mean())
         return cls(
@@ -58,6 +70,9 @@ class Totals:
             score_mean=mean,
             score_m2=float(((scores - mean) ** 2).sum()),
             abs_error_sum=float(errors[parsed].sum()),
+            units=units,
+            n_unit_mismatch=int(counts.get(UNIT_MISMATCH, 0)),
+            n_unit_missing=int(counts.get(UNIT_MISSING, 0)),
         )
 
     def __add__(self, other: Totals) -> Totals:
@@ -72,13 +87,17 @@ class Totals:
             score_mean=self.score_mean + delta * other.n / n,
             score_m2=self.score_m2 + other.score_m2 + delta**2 * self.n * other.n / n,
             abs_error_sum=self.abs_error_sum + other.abs_error_sum,
+            units=self.units or other.units,
+            n_unit_mismatch=self.n_unit_mismatch + other.n_unit_mismatch,
+            n_unit_missing=self.n_unit_missing + other.n_unit_missing,
         )
 
     def aggregates(self) -> dict[str, float]:
         """The SPEC §3 aggregates; `InputError` when there are no rows."""
         if self.n == 0:
             raise InputError("no rows to score")
-        n_parsed = self.n - self.n_unparseable
+        n_parsed = self.n - self.n_unparseable - self.n_unit_mismatch - self.n_unit_missing
+        units = {"n_unit_mismatch": self.n_unit_mismatch, "n_unit_missing": self.n_unit_missing}
         return {
             "mean_score": self.score_mean,
             "pass_rate": self.n_passed / self.n,
@@ -90,6 +109,7 @@ class Totals:
             ),
             "n_rows": self.n,
             "n_unparseable": self.n_unparseable,
+            **(units if self.units else {}),
         }
 
 
@@ -154,4 +174,7 @@ def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, f
         "label": [r.label for r in rows],
         "abs_error": [r.abs_error for r in rows],
     }
+    # Results read with units on hold a unit or a unit's label somewhere: then they are counted.
+    if any(r.output_unit or r.expected_unit or r.label in UNIT_LABELS for r in rows):
+        columns["output_unit"] = [r.output_unit for r in rows]
     return Totals.of(columns).aggregates()

@@ -56,6 +56,8 @@ class PresetHint:
             options = Options.of(self.options, preset=preset)
             if preset == self.options.preset or options == Options.of(self.options, preset="none"):
                 continue
+            if options.units != self.options.units:  # units stay as asked: pint only when on
+                continue
             gained = int(self._passed(failing, options).sum())
             lost = 0 if passing is None else int((~self._passed(passing, options)).sum())
             if gained > lost and (best is None or gained - lost > best[0]):

@@ -29,8 +29,18 @@ Words = Literal["none", "en", "all"]
 Digits = Literal["ascii", "any"]
 Ranges = Literal["none", "mid"]
 Negative = Literal["sign", "parens"]
-Preset = Literal["none", "answers", "prose", "prices"]
+Units = Literal["none", "lenient", "strict"]
+Preset = Literal["none", "answers", "prose", "prices", "measurements"]
 
+_PROSE: dict[str, Any] = {  # measurements and figures in prose
+    "thousands": "any",
+    "scale": "words",
+    "fractions": "all",
+    "words": "all",
+    "digits": "any",
+    "scientific": True,
+    "ranges": "mid",
+}
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "none": {},
@@ -43,15 +53,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "digits": "any",
             "scientific": True,
         },
-        "prose": {  # measurements and figures in prose
-            "thousands": "any",
-            "scale": "words",
-            "fractions": "all",
-            "words": "all",
-            "digits": "any",
-            "scientific": True,
-            "ranges": "mid",
-        },
+        "prose": _PROSE,  # measurements and figures in prose
         "prices": {  # prices and amounts
             "thousands": "any",
             "scale": "words",
@@ -60,6 +62,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "negative": "parens",
             "prices": True,
         },
+        "measurements": {**_PROSE, "units": "lenient"},  # quantities with units (SPEC §1.3)
     }
 )
 """SPEC §2.1: each preset's options; the options it does not name keep their defaults."""
@@ -228,6 +231,7 @@ class Options:
         "none",
         "A set of reading options for a kind of text: 'answers' (chain-of-thought and math "
         "answers), 'prose' (measurements and figures in prose), 'prices' (prices and amounts). "
+        "'measurements' (prose's readings, and units='lenient'). "
         "An option given explicitly overrides the preset's value.",
         choices=tuple(PRESETS),
     )
@@ -305,6 +309,13 @@ class Options:
         "Extra scale words with their factors, read like 'million' with scale='words' (any "
         "case): 'lakh=1e5'. ASCII letters; the factor a finite number > 0.",
         flag="scale-word",
+    )
+    units: Units = _option(
+        "none",
+        "Read a unit after the number ('5 km', '20 \u00b0C', '36 km/h') and score in the "
+        "expected side's unit; different dimensions are 'unit_mismatch'. 'strict' also fails a "
+        "unit on one side only ('unit_missing') and different currencies.",
+        choices=("none", "lenient", "strict"),
     )
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,14 @@ import pyarrow.compute as pc
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
 from numdiff_component.reading import parse_column, parse_number
+from numdiff_component.reading.quantities import parse_quantities
+from numdiff_component.unit_scoring import (
+    UNIT_LABELS,
+    UNIT_SCHEMA,
+    Compared,
+    compared,
+    compared_one,
+)
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -29,7 +37,18 @@ RESULT_SCHEMA = pa.schema(
 """The result columns of every entry point: names, order and types. Inside the core "no number"
 is NaN; in files and Spark, where Arrow writes it, it is null."""
 RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
+
+
+def result_schema(options: Options) -> pa.Schema:
+    """The result columns for these options: `RESULT_SCHEMA`, then `UNIT_SCHEMA` with units."""
+    if options.units == "none":
+        return RESULT_SCHEMA
+    return pa.schema([*RESULT_SCHEMA, *UNIT_SCHEMA])
+
+
 PASS, FAIL, UNPARSEABLE = "pass", "fail", "unparseable"
+LABELS = (FAIL, PASS, UNPARSEABLE, *UNIT_LABELS)
+"""Every label, in the order of the label codes of `_score_columns` (0, 1, 2; 3, 4 with units)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,10 @@ class ScoreResult:
     output_value: float | None
     expected_value: float | None
     abs_error: float
+    # With units on (SPEC §2.2): each side's unit, and the output in the expected side's unit.
+    output_unit: str | None = field(default=None, repr=False)
+    expected_unit: str | None = field(default=None, repr=False)
+    output_converted: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.score <= 1.0:  # also refuses NaN
@@ -71,6 +94,10 @@ def score(
     'unparseable'
     """
     opts = Options.of(options, **overrides)
+    if opts.units != "none":
+        columns = _score_compared(compared_one(output, expected, opts), opts)
+        row = {name: _plain(column[0]) for name, column in columns.items()}
+        return ScoreResult(**{**row, "abs_error": float(columns["abs_error"][0])})
     a, b = parse_number(output, opts), parse_number(expected, opts)
     if a is None or b is None:
         return ScoreResult(0.0, False, UNPARSEABLE, a, b, math.nan)
@@ -79,13 +106,10 @@ def score(
     return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
 
 
-_LABELS = (FAIL, PASS, UNPARSEABLE)  # label codes 0, 1, 2
-
-
 def _score_columns(
     a: np.ndarray, b: np.ndarray, options: Options
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The numeric result columns, and the label of each row as a code into `_LABELS`.
+    """The numeric result columns, and the label of each row as a code into `LABELS`.
 
     ``a`` and ``b`` are `parse_column`'s: each value finite, or NaN for no number.
     """
@@ -107,6 +131,40 @@ def _score_columns(
     return {**numbers, "passed": passed}, codes
 
 
+def _plain(value: Any) -> Any:
+    """A result column's value as `ScoreResult` holds it: ``None`` for no number or unit."""
+    if value is None or value is pd.NA:
+        return None
+    value = value.item() if isinstance(value, np.generic) else value
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _score_compared(q: Compared, options: Options) -> dict[str, Any]:
+    """The result columns of quantities (SPEC §2.2): §2 on the converted outputs, then the rows
+    whose units do not compare score 0 with their label."""
+    columns, codes = _score_columns(q.converted, q.expected, options)
+    off = q.status > 0
+    columns["score"][off] = 0.0
+    columns["passed"][off] = False
+    columns["abs_error"][off] = np.nan
+    codes[off] = LABELS.index(UNIT_LABELS[0]) - 1 + q.status[off]
+    labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas().array
+    units = {
+        "output_unit": q.output_unit.to_pandas().array,
+        "expected_unit": q.expected_unit.to_pandas().array,
+        "output_converted": q.converted,
+    }
+    return {**columns, "output_value": q.output, "label": labels, **units}
+
+
+def same_length(a: np.ndarray, b: np.ndarray) -> None:
+    """`InputError` unless the two columns pair up row by row."""
+    if len(a) != len(b):
+        raise InputError(
+            f"{len(a)} outputs but {len(b)} expected values; they must pair up row by row"
+        )
+
+
 def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any]:
     """Read two columns (`parse_column`) and score them row by row: the result columns.
 
@@ -120,19 +178,25 @@ def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any
     >>> r["score"].tolist(), list(r["label"])
     ([0.75, 0.0], ['fail', 'unparseable'])
     """
+    if options.units != "none":
+        a, units_a = parse_quantities(output, options)
+        b, units_b = parse_quantities(expected, options)
+        same_length(a, b)
+        return _score_compared(compared(a, b, units_a, units_b, options), options)
     a = parse_column(output, options)
     b = parse_column(expected, options)
-    if len(a) != len(b):
-        raise InputError(
-            f"{len(a)} outputs but {len(b)} expected values; they must pair up row by row"
-        )
+    same_length(a, b)
     columns, codes = _score_columns(a, b, options)
-    labels = pc.take(pa.array(_LABELS), pa.array(codes)).to_pandas()
+    labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas()
     return {**columns, "label": labels.array}
 
 
 def check_columns(
-    columns: Any, output_col: str, expected_col: str, id_col: str | None = None
+    columns: Any,
+    output_col: str,
+    expected_col: str,
+    id_col: str | None = None,
+    options: Options | None = None,
 ) -> None:
     """Raise `InputError` when a column is missing or an input column has a result's name, or
     when the output and the expected value are the same column (every row would pass)."""
@@ -153,11 +217,12 @@ def check_columns(
     for role, name, hint in roles:
         if name not in names:
             raise missing_column(role, name, names, hint)
-    clash = [c for c in RESULT_COLUMNS if c in names]
+    results = result_schema(options or Options()).names
+    clash = [c for c in results if c in names]
     if clash:
         raise InputError(
             f"input column {clash[0]!r} has the name of a result column; rename it "
-            f"(result columns: {', '.join(RESULT_COLUMNS)})"
+            f"(result columns: {', '.join(results)})"
         )
 
 
@@ -178,7 +243,7 @@ def score_frame(
     {'score': [0.99996, 1.0, 0.0], 'label': ['pass', 'pass', 'unparseable']}
     """
     opts = Options.of(options, **overrides)
-    check_columns(df.columns, output_col, expected_col)
+    check_columns(df.columns, output_col, expected_col, options=opts)
     columns = score_columns(df[output_col], df[expected_col], opts)
     results = pd.DataFrame(columns, index=df.index, copy=False)
     return pd.concat([df, results], axis=1)

@@ -370,6 +370,70 @@ def mlflow_server(shared_mlflow_server: str) -> str:
     return shared_mlflow_server
 
 
+@contextlib.contextmanager
+def refusing_proxy(upstream: str, refused: str, status: int | None) -> Iterator[str]:
+    """An HTTP proxy on 127.0.0.1 in front of ``upstream`` (a real ``mlflow server``) that passes
+    every request on except those whose path ends with ``refused``: it answers those with
+    ``status`` (500, say), or never when ``status`` is None. Its URL, stopped on the way out."""
+    import http.client
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlparse
+
+    target = urlparse(upstream)
+    stopping = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _any(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.split("?")[0].endswith(refused):
+                if status is None:
+                    stopping.wait()
+                    self.close_connection = True
+                    return
+                self._answer(status, {"Content-Type": "text/plain"}, b"refused by the proxy")
+                return
+            connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            try:
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                connection.request(self.command, self.path, body or None, headers)
+                response = connection.getresponse()
+                data = response.read()
+                kept = {
+                    k: v
+                    for k, v in response.getheaders()
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                }
+                self._answer(response.status, kept, data)
+            finally:
+                connection.close()
+
+        def _answer(self, code: int, headers: dict[str, str], data: bytes) -> None:
+            self.send_response(code)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
 # --- the MLflow project -----------------------------------------------------------------------
 
 PROJECT_FILES = ("MLproject", "conda.yaml", "examples")
@@ -533,6 +597,19 @@ SPEC_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
 
 
 # Every option that changes how a number is read, as hypothesis draws it.
+# SPEC v4's extra markers and scale words, given as Python gives them (a list, a dict).
+_MARKERS = {"pick": "answer", "markers": ["Result", "Final answer", "\u7b54\u6848"]}
+_LAKH = {"scale": "words", "scale_words": {"lakh": 1e5, "crore": 1e7}}
+LIST_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
+    ("Result: 42 of 50", _MARKERS, 42.0),
+    ("Our final answer is 7, not 8", _MARKERS, 7.0),
+    ("\u7b54\u6848\uff1a12 \u6216 13", _MARKERS, 12.0),
+    ("5 lakh people", _LAKH, 5e5),
+    ("\u20b92.5 Crore", _LAKH, 2.5e7),
+    ("about 3 lakhs", _LAKH, 3.0),
+]
+
+
 READING_STRATEGIES = {
     "decimal_comma": st.booleans(),
     "pick": st.sampled_from(["first", "last", "answer"]),

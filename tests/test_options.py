@@ -32,10 +32,10 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "preset": (
         str,
         "none",
-        ("none", "answers", "prose", "prices"),
+        ("none", "answers", "prose", "prices", "measurements"),
         -math.inf,
         math.inf,
-        "one of 'none', 'answers', 'prose', 'prices'",
+        "one of 'none', 'answers', 'prose', 'prices', 'measurements'",
     ),
     "threshold": (float, 0.99, (), 0.0, 1.0, "a number between 0 and 1"),
     "floor": (float, 1.0, (), 0.0, math.inf, "a number >= 0"),
@@ -67,6 +67,14 @@ DECLARED: dict[str, tuple[type, Any, tuple[str, ...], float, float, str]] = {
     "prices": (bool, False, (), -math.inf, math.inf, "True or False"),
     "markers": (Markers, Markers(), (), -math.inf, math.inf, "a list"),
     "scale_words": (ScaleWords, ScaleWords(), (), -math.inf, math.inf, "a list"),
+    "units": (
+        str,
+        "none",
+        ("none", "lenient", "strict"),
+        -math.inf,
+        math.inf,
+        "one of 'none', 'lenient', 'strict'",
+    ),
 }
 
 # SPEC §2.1, as written there.
@@ -97,6 +105,16 @@ SPEC_PRESETS: dict[str, dict[str, Any]] = {
         "digits": "any",
         "negative": "parens",
         "prices": True,
+    },
+    "measurements": {
+        "thousands": "any",
+        "scale": "words",
+        "fractions": "all",
+        "words": "all",
+        "digits": "any",
+        "scientific": True,
+        "ranges": "mid",
+        "units": "lenient",
     },
 }
 
@@ -189,7 +207,7 @@ def test_options_of_unknown_keyword_lists_the_options() -> None:
     assert str(error.value) == (
         "unknown option 'cutoff'; options are preset, threshold, floor, decimal_comma, pick, "
         "percent, scale, thousands, fractions, words, digits, scientific, ranges, negative, "
-        "prices, markers, scale_words"
+        "prices, markers, scale_words, units"
     )
 
 

@@ -29,6 +29,7 @@ from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
+from numdiff_component.unit_scoring import UNIT_LABELS
 
 METRIC_NAME = "numeric_diff"
 """The ``evaluator_config`` key whose dict of options overrides the metric's own options."""
@@ -41,14 +42,20 @@ def _number(value: float) -> str:
     return f"{value:.12g}"
 
 
-def _justification(a: float, b: float, d: float, value: float, label: str) -> str:
+def _unit(unit: Any) -> str:
+    return f" {unit}" if isinstance(unit, str) else ""  # None or NA: no unit
+
+
+def _justification(
+    a: float, b: float, d: float, value: float, label: str, u: Any = None, v: Any = None
+) -> str:
     if label == UNPARSEABLE:
         sides = [name for name, x in (("output", a), ("expected value", b)) if math.isnan(x)]
         return f"no number in the {' or the '.join(sides)}: score 0 (unparseable)"
-    return (
-        f"output {_number(a)}, expected {_number(b)}, difference {d:.6g}: "
-        f"score {value:.6g} ({label})"
-    )
+    said = f"output {_number(a)}{_unit(u)}, expected {_number(b)}{_unit(v)}"
+    if label in UNIT_LABELS:  # units on (SPEC §2.2): not compared
+        return f"{said}: score 0 ({label})"
+    return f"{said}, difference {d:.6g}: score {value:.6g} ({label})"
 
 
 def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValue:
@@ -60,7 +67,8 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
     _check_not_the_same_column(predictions, targets)
     results = score_columns(_column(predictions), _column(targets), options)
     aggregates = aggregate(results)
-    columns = ("output_value", "expected_value", "abs_error", "score", "label")
+    columns: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
+    columns += ("output_unit", "expected_unit") if "output_unit" in results else ()
     justifications = [
         _justification(*row) for row in zip(*(results[c] for c in columns), strict=True)
     ]
@@ -215,7 +223,8 @@ def _rationale(result: ScoreResult) -> str:
     nan = float("nan")
     a = nan if result.output_value is None else result.output_value
     b = nan if result.expected_value is None else result.expected_value
-    return _justification(a, b, result.abs_error, result.score, result.label)
+    units = (result.output_unit, result.expected_unit)
+    return _justification(a, b, result.abs_error, result.score, result.label, *units)
 
 
 def make_numeric_diff_scorer(

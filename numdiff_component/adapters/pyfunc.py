@@ -27,19 +27,27 @@ from mlflow.types import ColSpec, Schema
 
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import OPTION_NAMES, Options
-from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA, score_frame
+from numdiff_component.scoring import UNIT_SCHEMA, result_schema, score_frame
 from numdiff_component.tracking.boundary import mlflow_run, within
 
 INPUT_COLUMNS = ("output", "expected")
-_REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow")
+_REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow", "pint")
 _COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string"}
-_MAYBE_NO_NUMBER = ("output_value", "expected_value", "abs_error")
+_MAYBE_NO_NUMBER = ("output_value", "expected_value", "abs_error", *UNIT_SCHEMA.names)
 _BAD_NAME_CHARACTERS = ("/", ":", ".", "%", '"', "'")  # as mlflow.utils.validation has them
 
-SIGNATURE = ModelSignature(
-    inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
-    outputs=Schema([ColSpec(_COLSPEC_TYPES[str(f.type)], f.name) for f in RESULT_SCHEMA]),
-)
+
+def signature(options: Options) -> ModelSignature:
+    """The model's signature: two strings in, the result columns of ``options`` out."""
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", name) for name in INPUT_COLUMNS]),
+        outputs=Schema(
+            [ColSpec(_COLSPEC_TYPES[str(f.type)], f.name) for f in result_schema(options)]
+        ),
+    )
+
+
+SIGNATURE = signature(Options())
 INPUT_EXAMPLE = pd.DataFrame(
     {"output": ["The answer is 42.", "0.0302", "twelve"], "expected": ["42", "0.03024", "12"]}
 )
@@ -49,9 +57,9 @@ class NumericDiffModel(PythonModel):
     """Scores ``output`` against ``expected`` row by row, with the options of its model config.
 
     ``predict`` returns one row per input row, in input order, with the result columns of
-    `score_frame` (`RESULT_COLUMNS`, in that order) and the same numbers; where there is no
-    number, ``output_value``, ``expected_value`` and ``abs_error`` hold ``None`` (``null`` when
-    served as JSON). Other input columns are ignored.
+    `score_frame` (`RESULT_COLUMNS`, and `UNIT_SCHEMA`'s with units on, in that order) and the
+    same numbers; where there is no number (or unit), the columns that would hold NaN hold
+    ``None`` (``null`` when served as JSON). Other input columns are ignored.
 
     >>> model = NumericDiffModel(Options(threshold=0.9))
     >>> frame = pd.DataFrame({"output": ["It is 41.", "n/a"], "expected": ["42", "1"]})
@@ -80,10 +88,13 @@ class NumericDiffModel(PythonModel):
             if name not in model_input.columns:
                 raise missing_column(name, name, model_input.columns)
         frame = model_input[list(INPUT_COLUMNS)].reset_index(drop=True)
-        results = score_frame(frame, "output", "expected", self.options)[list(RESULT_COLUMNS)]
-        # Served as JSON, NaN would be the bare token NaN, which is not JSON: no number is None
-        # in these columns (null in JSON, null in Spark), floats otherwise.
+        columns = result_schema(self.options).names
+        results = score_frame(frame, "output", "expected", self.options)[columns]
+        # Served as JSON, NaN would be the bare token NaN, which is not JSON: no number (no
+        # unit) is None in these columns (null in JSON, null in Spark), values otherwise.
         for name in _MAYBE_NO_NUMBER:
+            if name not in results:
+                continue
             column = results[name]
             results[name] = column.astype(object).where(column.notna(), None)
         return results
@@ -135,7 +146,7 @@ def log_numeric_diff_model(
             name=name,
             python_model=str(Path(__file__).with_name("model_code.py")),
             model_config=model_config(opts),
-            signature=SIGNATURE,
+            signature=signature(opts),
             input_example=INPUT_EXAMPLE,
             code_paths=[str(Path(__file__).parents[1])],
             pip_requirements=_pip_requirements(),

@@ -9,12 +9,12 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 from __future__ import annotations
 
 import atexit
-import errno
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -25,6 +25,7 @@ from numdiff_component.cli.options import (
     Command,
     fail,
     guarded,
+    output_failed,
     scoring_options,
 )
 from numdiff_component.cli.options import _given as _given  # the option values, as tests see them
@@ -37,7 +38,25 @@ from numdiff_component.options import Options
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group. Output that cannot be written (``numdiff --help | true``, a summary
+    into a closed pipe) is exit 2 and one line here: click would make a closed pipe exit 1, the
+    gate's code, and say nothing."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)  # --help and --version print here
+        except OSError as exc:
+            output_failed(exc)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            output_failed(exc)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="numdiff_component")
 def cli() -> None:
     """Numeric diff evaluator: score how close numeric outputs are to the expected numbers.
@@ -46,6 +65,9 @@ def cli() -> None:
     """
     for key, value in _HTTP_DEFAULTS.items():  # the user's own settings win
         os.environ.setdefault(key, value)
+    # MLflow writes "View run ..." to stdout inside end_run, before the run is marked finished:
+    # a closed or broken stdout would leave a run that logged everything RUNNING.
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
 @cli.command(cls=Command)
@@ -129,7 +151,6 @@ def score(
         import warnings
 
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
-        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job.run import JobConfig, run_job
     from numdiff_component.tracking.settings import check_store_location
@@ -303,7 +324,7 @@ def _end_process() -> None:
     code = _exit_code
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            stream.flush()  # never None: main gave a closed one a stream
         except OSError:  # output lost at the very end: not a success (120, as Python says it)
             code = code or 120
         except ValueError:  # closed
@@ -311,8 +332,25 @@ def _end_process() -> None:
     os._exit(code)
 
 
+def _hold_closed_outputs() -> None:
+    """A standard output or error that was closed (``>&-``, as cron may start a job) gets
+    /dev/null on its descriptor, so that no file the job opens takes that number and receives
+    what is meant for the terminal. Writing to a closed stdout still fails (opened for reading,
+    as the shell says: "Bad file descriptor"), so the command's code tells that its output was
+    lost; a closed stderr has nobody to tell, and takes what is written."""
+    for fd, flags, name in ((1, os.O_RDONLY, "stdout"), (2, os.O_WRONLY, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        spare = os.open(os.devnull, flags)
+        if spare != fd:
+            os.dup2(spare, fd)
+            os.close(spare)
+        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 (the process's own)
+
+
 def main() -> None:
     global _exit_code
+    _hold_closed_outputs()
     atexit.register(_end_process)
     try:
         _main()
@@ -338,10 +376,7 @@ def _main() -> None:
         click.echo(f"numdiff: error: stopped by {name}; no partial file is left", err=True)
         sys.exit(128 + exc.args[0])
     except OSError as exc:  # the output cannot be written: stdout is /dev/full or a closed pipe
-        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
-            raise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-        fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
+        output_failed(exc)
     finally:
         # Stopped: a later signal is ignored by the system itself, also while the interpreter
         # shuts down (when Python's own handlers are gone), so the code agrees with the message.

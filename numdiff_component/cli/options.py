@@ -6,6 +6,8 @@ commands in `cli.main` and `cli.compare`.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import sys
@@ -25,8 +27,23 @@ def fail(message: str, code: int) -> NoReturn:
     """Say ``message`` on stderr as one line, and exit with ``code``."""
     from numdiff_component.errors import visible
 
-    click.echo(f"numdiff: error: {visible(message)}", err=True)  # no control byte reaches the tty
+    with contextlib.suppress(OSError):  # stderr a closed pipe too: the code still tells
+        click.echo(f"numdiff: error: {visible(message)}", err=True)  # no control byte to the tty
     sys.exit(code)
+
+
+_OUTPUT_LOST = (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EBADF)
+"""What writing to standard output fails with: /dev/full, a closed pipe, a closed stdout."""
+
+
+def output_failed(exc: OSError) -> NoReturn:
+    """Exit 2 with one line when standard output cannot be written (``exc``); raise ``exc``
+    again when it is another error."""
+    if exc.errno not in _OUTPUT_LOST:
+        raise exc
+    with contextlib.suppress(OSError, ValueError):  # no second error when Python flushes it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    fail(f"cannot write the output: {exc.strerror}", EXIT_INPUT)
 
 
 def _traceback_asked() -> bool:

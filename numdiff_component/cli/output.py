@@ -32,6 +32,11 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
         ("rows", f"{int(n):,}", math.nan, ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
     ]
+    if "n_unit_mismatch" in aggregates:  # units on (SPEC §2.2)
+        rows += [
+            ("mismatched", f"{int(aggregates['n_unit_mismatch']):,}", math.nan, "unit_mismatch"),
+            ("unit missing", f"{int(aggregates['n_unit_missing']):,}", math.nan, "unit_missing"),
+        ]
     lines = [f"  {'':<12} {'value':>10}  {'std. error':>10}"]
     for name, value, stderr, note in rows:
         err = "" if math.isnan(stderr) else f"{stderr:.4f}"

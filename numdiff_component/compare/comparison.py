@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from numdiff_component.aggregate import aggregate, booleans
 from numdiff_component.errors import InputError
-from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
@@ -82,6 +83,15 @@ def _check_results(frame: pd.DataFrame, side: str) -> None:
             f"run {side} is not a numeric diff results table: column {missing[0]!r} is missing "
             f"(expected the columns {', '.join(RESULT_COLUMNS)})"
         )
+    for field in RESULT_SCHEMA:
+        column = frame[field.name]
+        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+        if pa.types.is_floating(field.type) and not numeric and column.notna().any():
+            value = column[column.notna()].iloc[0]
+            raise InputError(
+                f"the {field.name!r} column of run {side} must hold numbers, got {value!r} "
+                f"({column.dtype}); was the results file edited?"
+            )
     passed = booleans(frame["passed"], f"the 'passed' column of run {side}")
     scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~((scores >= 0) & (scores <= 1))  # NaN too
@@ -106,7 +116,15 @@ def _check_ids(frame: pd.DataFrame, id_col: str, side: str) -> pd.Index:
     if id_col not in frame.columns:
         existing = ", ".join(repr(str(c)) for c in frame.columns)
         raise InputError(f"id column {id_col!r} not in run {side}; the columns are: {existing}")
-    ids = pd.Index(frame[id_col])
+    column = frame[id_col]
+    # A Parquet list or struct column holds arrays or dicts: no id can match them.
+    odd = [v for v in column if not pd.api.types.is_scalar(v)] if column.dtype == object else []
+    if odd:
+        raise InputError(
+            f"the id column {id_col!r} of run {side} holds {type(odd[0]).__name__} values "
+            f"(e.g. {odd[0]!r}); an id is text or a number"
+        )
+    ids = pd.Index(column)
     if ids.hasnans:
         raise InputError(f"run {side} has rows with no {id_col!r}; every row needs an id to match")
     duplicated = ids[ids.duplicated()]

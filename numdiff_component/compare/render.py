@@ -117,14 +117,19 @@ def _options_lines(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
     if not a and not b:
         return []
     if a == b:
-        return ["  options (A and B): " + ", ".join(f"{k} {visible(v)}" for k, v in a.items())]
+        return ["  options (A and B): " + ", ".join(f"{k} {_shown(v)}" for k, v in a.items())]
     differ = [k for k in {**a, **b} if a.get(k) != b.get(k)]
     return [
         "  options differ: "
         + "; ".join(
-            f"{k} {visible(a.get(k, '?'))} in A, {visible(b.get(k, '?'))} in B" for k in differ
+            f"{k} {_shown(a.get(k, '?'))} in A, {_shown(b.get(k, '?'))} in B" for k in differ
         )
     ]
+
+
+def _shown(value: str) -> str:
+    """An option's recorded value as shown: "none" for an empty list option's ""."""
+    return visible(value) if value else "none"
 
 
 def _text_number(name: str, value: float | None, *, signed: bool = False) -> str:

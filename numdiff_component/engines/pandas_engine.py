@@ -62,7 +62,11 @@ class PandasEngine:
             for batch in table.batches(batch_rows):
                 if tmp.schema is None:
                     check_columns(
-                        batch.columns, config.output_col, config.expected_col, config.id_col
+                        batch.columns,
+                        config.output_col,
+                        config.expected_col,
+                        config.id_col,
+                        config.options,
                     )
                 results = score_frame(batch, config.output_col, config.expected_col, config.options)
                 arrow = _to_arrow(results)

@@ -34,6 +34,7 @@ from numdiff_component.engines.spark_cluster import (
     spark_uri,
 )
 from numdiff_component.errors import InputError, check_stopped, missing_column
+from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.inputs.tables import (
     DEFAULT_BATCH_ROWS,
     FORMATS,
@@ -46,12 +47,14 @@ from numdiff_component.job.config import JobConfig
 from numdiff_component.job.results import write_folder_metadata
 from numdiff_component.options import Options
 from numdiff_component.scoring import (
-    RESULT_COLUMNS,
-    RESULT_SCHEMA,
+    FAIL,
+    PASS,
     UNPARSEABLE,
     check_columns,
+    result_schema,
     score_columns,
 )
+from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
 try:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,7 +68,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 ROW_GROUP = 32 << 20
 """Bytes per row group of the results' part files (Spark's default is 128 MiB)."""
-RESULT_FIELDS = tuple(StructField(f.name, from_arrow_type(f.type)) for f in RESULT_SCHEMA)
+
+
+def result_fields(options: Options) -> tuple[StructField, ...]:
+    """The result columns for these options, as Spark fields."""
+    return tuple(StructField(f.name, from_arrow_type(f.type)) for f in result_schema(options))
 
 
 def spark_session() -> SparkSession:
@@ -117,17 +124,22 @@ def _new_session() -> SparkSession:
 
 
 def _check_spark_columns(
-    sdf: DataFrame, output_col: str, expected_col: str, id_col: str | None = None
+    sdf: DataFrame,
+    output_col: str,
+    expected_col: str,
+    id_col: str | None = None,
+    options: Options | None = None,
 ) -> None:
-    check_columns(sdf.columns, output_col, expected_col, id_col)
+    check_columns(sdf.columns, output_col, expected_col, id_col, options)
     if (sdf.sparkSession.conf.get("spark.sql.caseSensitive") or "false").lower() == "true":
         return
     # Spark matches names ignoring case: 'Score' and 'score' could not both be in the results.
+    results = result_schema(options or Options()).names
     for name in sdf.columns:
-        if name.lower() in RESULT_COLUMNS:
+        if name.lower() in results:
             raise InputError(
                 f"input column {name!r} has the name of a result column (Spark ignores case); "
-                f"rename it (result columns: {', '.join(RESULT_COLUMNS)})"
+                f"rename it (result columns: {', '.join(results)})"
             )
 
 
@@ -156,13 +168,14 @@ def _score_batch(
     output = _core_input(batch.column(output_col))
     expected = _core_input(batch.column(expected_col))
     results = score_columns(output, expected, options)
+    schema = result_schema(options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
         pa.array(results[f.name], type=f.type, from_pandas=True)
-        for f in RESULT_SCHEMA
+        for f in schema
     ]
     return pa.RecordBatch.from_arrays(
-        [*batch.columns, *arrays], names=[*batch.schema.names, *RESULT_COLUMNS]
+        [*batch.columns, *arrays], names=[*batch.schema.names, *schema.names]
     )
 
 
@@ -184,9 +197,9 @@ def score_spark(
     >>> results.groupBy("label").count().show()  # doctest: +SKIP
     """
     opts = Options.of(options, **overrides)
-    _check_spark_columns(sdf, output_col, expected_col)
+    _check_spark_columns(sdf, output_col, expected_col, options=opts)
     ship_code(sdf.sparkSession)  # the workers import this package from the shipped zip
-    schema = StructType([*sdf.schema.fields, *RESULT_FIELDS])
+    schema = StructType([*sdf.schema.fields, *result_fields(opts)])
 
     def score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -209,14 +222,16 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
     if missing:
         hint = f"; aggregate the output of score_spark (needs {', '.join(needed)})"
         raise missing_column("results", missing[0], results.columns, hint)
-    parsed = F.col("label") != F.lit(UNPARSEABLE)
+    units = "output_unit" in results.columns
+    compared = F.col("label").isin(PASS, FAIL) if units else F.col("label") != F.lit(UNPARSEABLE)
     row = results.agg(
         F.count(F.lit(1)).alias("n"),
         F.count(F.when(F.col("passed"), 1)).alias("n_passed"),
-        F.count(F.when(~parsed, 1)).alias("n_unparseable"),
+        F.count(F.when(F.col("label") == F.lit(UNPARSEABLE), 1)).alias("n_unparseable"),
         F.avg("score").alias("score_mean"),
         F.var_pop("score").alias("score_var"),
-        F.sum(F.when(parsed, F.col("abs_error"))).alias("abs_error_sum"),
+        F.sum(F.when(compared, F.col("abs_error"))).alias("abs_error_sum"),
+        *(F.count(F.when(F.col("label") == F.lit(u), 1)).alias(u) for u in UNIT_LABELS),
     ).first()
     assert row is not None  # a global aggregate always has one row
     n = int(row["n"])
@@ -227,6 +242,9 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
         score_mean=float(row["score_mean"] or 0.0),
         score_m2=float(row["score_var"] or 0.0) * n,
         abs_error_sum=float(row["abs_error_sum"] or 0.0),
+        units=units,
+        n_unit_mismatch=int(row[UNIT_MISMATCH]),
+        n_unit_missing=int(row[UNIT_MISSING]),
     )
     return totals.aggregates()
 
@@ -330,7 +348,9 @@ class SparkEngine:
 
     def open(self, config: JobConfig) -> SparkTable:
         table = load_spark_table(config.predictions, config.format, self.spark)
-        _check_spark_columns(table.frame, config.output_col, config.expected_col, config.id_col)
+        _check_spark_columns(
+            table.frame, config.output_col, config.expected_col, config.id_col, config.options
+        )
         return table
 
     def score(
@@ -352,7 +372,7 @@ class SparkEngine:
                 batch_readahead=1,
                 fragment_readahead=1,
             )
-            yield from (batch.to_pandas() for batch in batches if batch.num_rows)
+            yield from (arrow_frame(batch) for batch in batches if batch.num_rows)
             write_folder_metadata(partial, config)  # what a results file keeps in its metadata
             check_stopped()  # the last moment the folder can still be removed as partial
             os.replace(partial, path)

@@ -24,6 +24,17 @@ NOT_A_TABLE = (
     "(JSON Lines: one record per line)"
 )
 
+NESTED_TOO_DEEP = "a value is nested deeper than Python's JSON reader goes (about 1,000 levels)"
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads(text)``, where a value nested too deep is a `ValueError`, not a
+    `RecursionError` (a 10 kB file can nest 5,000 levels)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(NESTED_TOO_DEEP) from None
+
 
 def json_column(values: list[Any]) -> pd.Series:
     """A column of JSON values, each kept exactly: pandas' own type when it keeps every value
@@ -81,7 +92,7 @@ def json_batches(text: IO[str], batch_rows: int | None) -> Iterator[pd.DataFrame
             number += 1
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    records.append(parse_json(line))
                 except ValueError as exc:
                     raise ValueError(f"line {number}: {exc}") from None
         if not records:
@@ -100,4 +111,4 @@ def json_frame(text: str | IO[str], fmt: str) -> pd.DataFrame:
         return frame
     if fmt == "jsonl":
         return next(json_batches(text, None), pd.DataFrame())
-    return json_table(json.load(text))
+    return json_table(parse_json(text.read()))

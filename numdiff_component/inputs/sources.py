@@ -61,6 +61,7 @@ _HTTP_SCHEMES = ("http", "https")
 HTTP_TIMEOUT = 30.0
 DOWNLOAD_FACTOR = 10
 MAX_INPUT_BYTES = 4 << 30
+MAX_ROW_BYTES = 32 << 20
 MAX_COLUMNS = 10_000
 
 
@@ -80,6 +81,12 @@ def setting(name: str, default: float) -> float:
 
 def max_input_bytes() -> int:
     return int(setting("NUMDIFF_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+
+
+def max_row_bytes() -> int:
+    """The longest CSV row read whole (``NUMDIFF_MAX_ROW_BYTES``): such a row takes about 10
+    times its bytes of memory (benchmarks/bench_long_row.py: 32 MiB, 278 MiB)."""
+    return int(setting("NUMDIFF_MAX_ROW_BYTES", MAX_ROW_BYTES))
 
 
 def over_limit(limit: int) -> str:

@@ -13,8 +13,10 @@ exactly one file. A Parquet file is not read through outer compression (its page
 Limits, so that no input grows the process's memory or time without bound:
 
 - What is read whole into memory (a JSON document; a CSV row longer than a streaming block) is at
-  most `sources.MAX_INPUT_BYTES` bytes (4 GiB), decompressed (``NUMDIFF_MAX_INPUT_BYTES``). Local
-  CSV, Parquet and JSON Lines files are streamed in batches and have no size limit.
+  most `sources.MAX_INPUT_BYTES` bytes (4 GiB), decompressed (``NUMDIFF_MAX_INPUT_BYTES``); a CSV
+  row at most `sources.MAX_ROW_BYTES` (32 MiB, ``NUMDIFF_MAX_ROW_BYTES``), and never more than
+  `_MAX_ROW` (1 GiB). Local CSV, Parquet and JSON Lines files are streamed in batches and have no
+  size limit.
 - A table has at most `MAX_COLUMNS` columns (10,000), checked on the CSV header (whatever its
   names; a header longer than `_HEADER_BYTES` is refused) and the Parquet schema before any row
   is read (on each batch for JSON).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import io
 import lzma
 import os
@@ -37,10 +40,12 @@ from typing import IO
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
+from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.inputs.csv_stream import csv_reader
 from numdiff_component.inputs.json_tables import json_batches, json_frame, mixed_columns
 from numdiff_component.inputs.sources import (
@@ -54,6 +59,7 @@ from numdiff_component.inputs.sources import (
     local_path,
     locate,
     max_input_bytes,
+    max_row_bytes,
     over_limit,
     sample_path,
 )
@@ -77,7 +83,7 @@ __all__ = [  # what the rest of the package imports from here
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused
 _STREAM_BLOCK = 1 << 20  # pyarrow's CSV reader reads up to 32 blocks ahead: 32 MiB at most
-_MAX_BLOCK = (1 << 31) - 1  # pyarrow's CSV block size is an int32
+_MAX_ROW = 1 << 30  # pyarrow's blocks and text arrays hold 2 GiB less a byte: a row, with room
 
 # What the readers raise for a file they cannot read. Anything else (TypeError, AttributeError,
 # KeyError...) is a bug here, and is not passed off as bad input.
@@ -253,11 +259,17 @@ def _csv_width(path: str) -> None:
 
 
 def _csv_batches(
-    path: str, block_size: int, batch_rows: int | None = None, batch_bytes: int = 0
+    path: str,
+    block_size: int,
+    batch_rows: int | None = None,
+    batch_bytes: int = 0,
+    max_row: int = 0,
 ) -> Iterator[pd.DataFrame]:
     """CSV cells as text, read in blocks of ``block_size`` bytes (the longest row that can be
     streamed), as frames of at most ``batch_rows`` rows and about ``batch_bytes`` bytes (one
-    frame a block by default): every column typed string, empty cells ``""``."""
+    frame a block by default): every column typed string, empty cells ``""``. A row whose cells
+    hold more than ``max_row`` bytes (when given) is `_RowTooLong`: pyarrow reads a row of up to
+    two blocks."""
     _csv_width(path)
     # A quoted cell may hold newlines (a model's multi-line answer); without this option a block
     # boundary inside such a cell puts the reader out of sync. It costs no measurable time.
@@ -274,11 +286,23 @@ def _csv_batches(
         text = pa.schema([(name, pa.string()) for name in names])
         with _open_bytes(path) as stream, csv_reader(stream, read, parse, convert) as reader:
             for table in _regroup(reader, batch_rows, batch_bytes):
+                if max_row and table.num_rows and _longest_row(table) > max_row:
+                    raise _RowTooLong
                 yield table.cast(text).to_pandas()
     except pa.ArrowInvalid as exc:
         if "straddl" in str(exc):  # a row longer than a block
             raise StreamBroken from exc
         raise
+
+
+class _RowTooLong(Exception):
+    """A CSV row longer than the row limit."""
+
+
+def _longest_row(table: pa.Table) -> int:
+    """The bytes of the longest row's cells."""
+    lengths = [pc.binary_length(column) for column in table.columns]
+    return int(pc.max(functools.reduce(pc.add, lengths)).as_py() or 0)
 
 
 def _regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Iterator[pa.Table]:
@@ -304,14 +328,17 @@ def _regroup(reader: pa.RecordBatchReader, rows: int | None, size: int) -> Itera
 def _csv_whole(path: str) -> pd.DataFrame:
     """The whole CSV file, in blocks that double until the longest row fits (compressed files
     do not say how long they are), up to the input limit."""
-    cap = min(max_input_bytes(), _MAX_BLOCK)
+    row = min(max_row_bytes(), _MAX_ROW)
+    cap = min(max_input_bytes(), row)
     block = min(max(1 << 20, os.path.getsize(path) + 1), cap)
     while True:
         try:
-            frames = list(_csv_batches(path, block))
-        except StreamBroken:
-            if block >= cap:
-                raise ValueError(f"a row is longer than {cap:,} bytes; {over_limit(cap)}") from None
+            frames = list(_csv_batches(path, block, max_row=cap))
+        except (StreamBroken, _RowTooLong) as exc:
+            if block >= cap or isinstance(exc, _RowTooLong):
+                raise ValueError(
+                    f"a row is longer than {cap:,} bytes{_row_limit(cap, row)}"
+                ) from None
             block = min(2 * block, cap)
             continue
         if frames:
@@ -319,6 +346,18 @@ def _csv_whole(path: str) -> pd.DataFrame:
         with _open_bytes(path) as stream, csv_reader(stream) as head:
             names = head.schema.names  # no rows: the columns all the same
         return pd.DataFrame({name: pd.Series(dtype=str) for name in names})
+
+
+def _row_limit(cap: int, row: int) -> str:
+    """What follows "a row is longer than ``cap`` bytes": which limit that is, and what to do."""
+    if cap < row:
+        return f"; {over_limit(cap)}"
+    if row == _MAX_ROW:
+        return ", the most any row may hold whatever NUMDIFF_MAX_ROW_BYTES says; split the cell"
+    return (
+        ", the row limit (a row read whole takes about 10 times its bytes of memory); "
+        "raise NUMDIFF_MAX_ROW_BYTES to read it"
+    )
 
 
 def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -356,10 +395,10 @@ def _parquet_batches(path: str, batch_rows: int | None) -> Iterator[pd.DataFrame
         check_width(len(file.schema_arrow.names))
         _check_no_bytes(file.schema_arrow)
         if batch_rows is None:
-            yield _index_as_columns(file.read().to_pandas())
+            yield _index_as_columns(arrow_frame(file.read()))
             return
         for batch in file.iter_batches(batch_size=batch_rows):
-            yield _index_as_columns(batch.to_pandas())
+            yield _index_as_columns(arrow_frame(batch))
 
 
 def _json_lines(path: str, batch_rows: int) -> Iterator[pd.DataFrame]:

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from numdiff_component.aggregate import gate_failure, headline, pass_rate_stderr
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, first_line
+from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.job.config import Scoring
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.report.render import markdown, text
@@ -287,19 +289,22 @@ def recorded(params: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def read_local(path: Path, ref: str) -> RunResults:
+def read_local(path: Path, ref: str, name: str | None = None) -> RunResults:
     """A results file (how it was scored in its metadata) or folder (in `RESULTS_METADATA`).
-    Raises what pyarrow raises on a file that is not Parquet."""
-    if path.is_dir():
-        files = sorted(str(p) for p in path.glob("*.parquet"))
-        table = ds.dataset(files, format="parquet").to_table()
-        sidecar = path / RESULTS_METADATA
-        metadata = json.loads(sidecar.read_text()) if sidecar.exists() else {}
-    else:
-        table = pq.read_table(path)
-        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    One that is not Parquet (truncated, foreign) is `InputError` naming ``name`` (``ref``)."""
+    try:
+        if path.is_dir():
+            files = sorted(str(p) for p in path.glob("*.parquet"))
+            table = ds.dataset(files, format="parquet").to_table()
+            sidecar = path / RESULTS_METADATA
+            metadata = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+        else:
+            table = pq.read_table(path)
+            metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read {name or repr(ref)} as parquet: {first_line(exc)}") from exc
     ours = {k: v for k, v in metadata.items() if k.startswith(f"{PREFIX}/")}
-    return RunResults(table.to_pandas(), ref, recorded(ours))
+    return RunResults(arrow_frame(table), ref, recorded(ours))
 
 
 # --- what a run records of a job: params, metrics, tags, the table shown in the UI ----------------
@@ -333,6 +338,8 @@ class Evaluation(Scoring):
         span, link, image, heading or HTML can come out of it."""
         unparseable = int(self.aggregates["n_unparseable"])
         summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
+        if "n_unit_mismatch" in self.aggregates:  # units on (SPEC §2.2)
+            summary += f"; {int(self.aggregates['n_unit_mismatch']):,} unit mismatches"
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.fail_under is not None:

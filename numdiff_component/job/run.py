@@ -40,7 +40,7 @@ from numdiff_component.job.results import (
 )
 from numdiff_component.options import Options
 from numdiff_component.report.builder import ReportBuilder
-from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.scoring import result_schema
 from numdiff_component.tracking.boundary import (
     LOG_TABLE_MAX_ROWS,
     Evaluation,
@@ -132,7 +132,7 @@ def _collect(
         if first is not None and importing is None and config.track:
             importing = _import_mlflow_aside()
         if first is None:
-            first = results.head(DATASET_SAMPLE_ROWS).drop(columns=list(RESULT_COLUMNS))
+            first = results.head(DATASET_SAMPLE_ROWS).drop(columns=_result_columns(config))
         if report is not None:
             report.add(results)
         hint.add(results)
@@ -194,6 +194,10 @@ def _write_report(
             f"cannot write the report to {str(path.parent)!r}: {exc}; "
             f"the complete results are in {str(path)!r}"
         ) from exc
+
+
+def _result_columns(config: JobConfig) -> list[str]:
+    return result_schema(config.options).names
 
 
 def _title(config: JobConfig, source: str | None = None) -> str:
@@ -270,7 +274,7 @@ def _run(
     if not config.track:
         return JobOutcome(evaluation, None)
     results = pd.concat(collected.kept, ignore_index=True) if collected.kept else None
-    inputs = collected.first if results is None else results.drop(columns=list(RESULT_COLUMNS))
+    inputs = collected.first if results is None else results.drop(columns=_result_columns(config))
     try:
         run_id = log_evaluation(
             evaluation,

@@ -1,6 +1,11 @@
 """Reading a number from a value (SPEC §1 to §1.2): one value at a time, and a whole column.
 
-The modules follow the spec's sections; each rule is declared once and read by both readers:
+The modules follow the spec's sections; each rule is declared once and read by both readers.
+Each rule module holds its literal tables once (words and their values, markers, separators,
+symbols); functions make every form a reader needs from them: the `re` pattern, the RE2
+pattern, the reversed pattern (`grammar.reversed_literal`), the byte tables of the column
+reader. So an entry added to a table, or given by the options ``markers`` and ``scale_words``,
+reaches both readers (tests/reading/test_lexicon.py adds one to each table of a copy of the source).
 
 - `grammar`: §1, the token, the sign (and the currency symbol before it), separators, digits;
 - `marks`: §1.1, answer markers and spans, scale words, percent;

@@ -37,9 +37,11 @@ from numdiff_component.reading.grammar import (
     literal,
     separators,
 )
+from numdiff_component.reading.parens import OPEN
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
+from numdiff_component.reading.prices import CENTS_AFTER, MARK_GAP
 from numdiff_component.reading.ranges import BETWEEN, DASH, EN_DASH, NOT_UNIT, TO
-from numdiff_component.reading.scientific import POWER, SUPER_SIGNS, SUPERSCRIPTS
+from numdiff_component.reading.scientific import BASE, CARET, SUPER_SIGNS, SUPERSCRIPTS
 from numdiff_component.reading.tiers import (
     _MARK,
     _cast_whole,
@@ -101,6 +103,7 @@ def _ranges_test() -> str:
     )
 
 
+_MARKS = char_class("".join(separators(False)))  # either decimal mark, "." or ","
 _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.1: a phrase starts with one of FIRST_WORDS ("a" needs "hundred" or an M after it),
     # a whole run of ASCII letters (any case; (?i) folds a few more characters: a superset).
@@ -131,16 +134,18 @@ _ROUTES: dict[str, Callable[[Options], str | None]] = {
     # §1.2.4: every form of E follows a "10": ^, a superscript, or a minus and a digit.
     # v4: a power ^E after any decimal token.
     "scientific": lambda o: (
-        rf"10(?:[{SUPERSCRIPTS}{SUPER_SIGNS}]|[{char_class(MINUS)}][0-9])|[0-9.]{literal(POWER)}"
+        rf"{BASE}(?:[{SUPERSCRIPTS}{SUPER_SIGNS}]|[{char_class(MINUS)}][0-9])|[0-9.]{literal(CARET)}"
         if o.scientific
         else None
     ),
     # §1.2.5: see `_ranges_test`.
     "ranges": lambda o: _ranges_test() if o.ranges == "mid" else None,
     # §1.2.6: an enclosure opens with "(".
-    "negative": lambda o: r"\(" if o.negative == "parens" else None,
+    "negative": lambda o: literal(OPEN) if o.negative == "parens" else None,
     # §1.2.7: a token ending with its mark, a space and two digits; or digits then €.
-    "prices": lambda o: r"[0-9][.,] [0-9][0-9]|[0-9]€" if o.prices else None,
+    "prices": lambda o: (
+        rf"[0-9][{_MARKS}]{MARK_GAP}[0-9][0-9]|[0-9]{CENTS_AFTER}" if o.prices else None
+    ),
 }
 
 

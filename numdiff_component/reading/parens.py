@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
-from numdiff_component.reading.grammar import BLANKS, CURRENCY
-from numdiff_component.reading.marks import PERCENT_MARK
+from numdiff_component.reading.grammar import BLANKS, CURRENCY, literal
+from numdiff_component.reading.marks import LATEX_ESCAPE, PERCENT_MARK
 
-_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK}{BLANKS})?\)")  # one way to split blanks: linear
+OPEN, CLOSE = "(", ")"  # an enclosure
+# One way to split the blanks (linear).
+_CLOSE = re.compile(rf"{BLANKS}(?:{PERCENT_MARK}{BLANKS})?{literal(CLOSE)}")
 
 
 def enclosed(text: str, start: int, end: int) -> bool:
@@ -27,4 +29,4 @@ def enclosed(text: str, start: int, end: int) -> bool:
         i -= 1
         while i > 0 and text[i - 1] in " \t":
             i -= 1
-    return i > 0 and text[i - 1] == "(" and (i < 2 or text[i - 2] != "\\")
+    return i > 0 and text[i - 1] == OPEN and (i < 2 or text[i - 2] != LATEX_ESCAPE)

@@ -37,6 +37,7 @@ from numdiff_component.reading.grammar import (
 from numdiff_component.reading.marks import answer_span, percent_after, scale_after
 from numdiff_component.reading.parens import enclosed
 from numdiff_component.reading.prices import price_tail
+from numdiff_component.reading.units import unit_after
 from numdiff_component.reading.words import read_phrase
 
 
@@ -123,7 +124,7 @@ def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | 
             found = fractions.read_frac(text, pos, opts)
         elif digit:
             found = fractions.read_slash(text, pos, opts)
-    if found is None and opts.scientific and text.startswith("10", pos):
+    if found is None and opts.scientific and text.startswith(scientific.BASE, pos):
         found = scientific.read_power(text, pos)
     if found is None and opts.fractions == "all" and (digit or not first.isascii()):
         found = fractions.read_vulgar(text, pos, opts)
@@ -170,8 +171,11 @@ def tokens(text: str, opts: Options, words: bool = True) -> Iterator[Token]:
 
 def value(text: str, token: Token | None, opts: Options) -> float | None:
     """The value of a token of ``text``: number, sign, scale word, percent, parentheses."""
-    if token is None:
-        return None
+    return None if token is None else value_end(text, token, opts)[0]
+
+
+def value_end(text: str, token: Token, opts: Options) -> tuple[float | None, int]:
+    """`value`, and where its reading ends (after the scale word and percent: a unit's start)."""
     number = token.number
     if not token.is_range and negative_sign(text, token.start):
         number = -number
@@ -181,11 +185,11 @@ def value(text: str, token: Token | None, opts: Options) -> float | None:
     if opts.scale == "words":
         factor, end = scale_after(text, end, opts)
         number = number * factor
-    if opts.percent == "fraction" and percent_after(text, end) is not None:
-        number = number / 100
+    if opts.percent == "fraction" and (percent := percent_after(text, end)) is not None:
+        number, end = number / 100, percent
     if opts.negative == "parens" and not token.is_range and enclosed(text, token.start, end):
         number = -number
-    return number if math.isfinite(number) else None
+    return (number if math.isfinite(number) else None), end
 
 
 def _latex_commas(text: str, opts: Options) -> str:
@@ -202,21 +206,35 @@ def _last(items: Iterator[Token]) -> Token | None:
     return last
 
 
-def parse_text(text: str, options: Options) -> float | None:
-    """The number in ``text`` by SPEC §1 to §1.2, or ``None``."""
+def chosen(text: str, options: Options) -> tuple[str, Token | None]:
+    """The text read (the answer span with ``pick="answer"``) and its token ``pick`` chooses."""
     text = _latex_commas(text, options)
     if options.pick == "answer":
         span = answer_span(text, options)
         if span is not None:  # read as if the span were the whole text
-            return value(span, next(tokens(span, options), None), options)
+            return span, next(tokens(span, options), None)
     if options.pick == "first":
-        return value(text, next(tokens(text, options), None), options)
+        return text, next(tokens(text, options), None)
     if options.pick == "answer" and options.words != "none":
         # No marker: phrases are tokens only in a text with no other token (§1.2.1).
         last = _last(tokens(text, options, words=False))
         if last is not None:
-            return value(text, last, options)
-    return value(text, _last(tokens(text, options)), options)
+            return text, last
+    return text, _last(tokens(text, options))
+
+
+def parse_text(text: str, options: Options) -> float | None:
+    """The number in ``text`` by SPEC §1 to §1.2, or ``None``."""
+    return value(*chosen(text, options), options)
+
+
+def quantity_text(text: str, options: Options) -> tuple[float | None, str | None]:
+    """The number in ``text`` and the text of its unit (SPEC §1.3; ``None``: no unit)."""
+    text, token = chosen(text, options)
+    if token is None:
+        return None, None
+    number, end = value_end(text, token, options)
+    return number, None if number is None else unit_after(text, end, token.start)
 
 
 def count_tokens(text: str, opts: Options, at_most: int = 2) -> int:

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import re
 
-_AFTER_MARK = re.compile(r" (?P<d>[0-9]{2})(?![0-9])")
-_EURO_CENTS = re.compile(r"€ ?(?P<d>[0-9]{2})(?![0-9]|[ \t]?€)")
+from numdiff_component.reading.grammar import BLANK
+
+CENTS_AFTER = "\u20ac"  # the symbol that cents may follow: 35€99
+MARK_GAP = " "  # after a decimal mark, before the cents: $119. 95
+_AFTER_MARK = re.compile(rf"{MARK_GAP}(?P<d>[0-9]{{2}})(?![0-9])")
+_EURO_CENTS = re.compile(
+    rf"{CENTS_AFTER}{MARK_GAP}?(?P<d>[0-9]{{2}})(?![0-9]|[{BLANK}]?{CENTS_AFTER})"
+)
 
 
 def price_tail(text: str, end: int, number: str, point: str) -> tuple[float, int] | None:

@@ -13,19 +13,18 @@ import re
 from numdiff_component.reading.grammar import BLANKS, MINUS, SIGNS, char_class, literal
 
 TIMES = "(?:[\u00d7xX*\u00b7\u22c5]|\\\\times|\\\\cdot)"  # times, x, X, *, dot, dot operator
+BASE = "10"  # the base every form of E follows
 SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
 SUPER_SIGNS = "\u207a\u207b"  # superscript + and -
 _SIGN = f"[{char_class(SIGNS)}]"
-POWER = "^"  # before E; v4: after any decimal token too (power notation)
-_CARET = (
-    rf"{literal(POWER)}{BLANKS}"
-    rf"(?:(?P<c>{_SIGN}?[0-9]+)|\{{{BLANKS}(?P<b>{_SIGN}?[0-9]+){BLANKS}\}})"
-)
+CARET = "^"  # before E; v4: after any decimal token too (power notation)
+_BRACED = rf"\{{{BLANKS}(?P<b>{_SIGN}?[0-9]+){BLANKS}\}}"
+_CARET = rf"{literal(CARET)}{BLANKS}(?:(?P<c>{_SIGN}?[0-9]+)|{_BRACED})"
 _SUPER = rf"(?P<s>[{SUPER_SIGNS}]?[{SUPERSCRIPTS}]+)"
 _TAIL = re.compile(
-    rf"{BLANKS}{TIMES}{BLANKS}10(?:{_CARET}|{_SUPER}|(?P<m>[{char_class(MINUS)}][0-9]+))(?![0-9])"
+    rf"{BLANKS}{TIMES}{BLANKS}{BASE}(?:{_CARET}|{_SUPER}|(?P<m>[{char_class(MINUS)}][0-9]+))(?![0-9])"
 )
-_POWER = re.compile(rf"(?<![0-9.])10(?:{_CARET}|{_SUPER})(?![0-9])")
+_POWER = re.compile(rf"(?<![0-9.]){BASE}(?:{_CARET}|{_SUPER})(?![0-9])")
 _FROM_SUPER = str.maketrans(SUPERSCRIPTS + SUPER_SIGNS + MINUS, "0123456789+-" + "-" * len(MINUS))
 
 
@@ -50,7 +49,7 @@ _POWER_TAIL = re.compile(_CARET)
 def power_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | None:
     """v4: ``^E`` right after a decimal token without exponent (``1.1^23``, ``2^{10}``):
     ``mantissa ** E``; infinite when it overflows (then no number)."""
-    found = _POWER_TAIL.match(text, end) if text.startswith(POWER, end) else None
+    found = _POWER_TAIL.match(text, end) if text.startswith(CARET, end) else None
     if not found:
         return None
     exponent = float((found.group("c") or found.group("b")).translate(_FROM_SUPER))

@@ -38,7 +38,6 @@ from numdiff_component.reading.grammar import (
     BLANKS,
     CURRENCY,
     DIGITS,
-    EXPONENT,
     EXTRA_SEPARATORS,
     char_class,
     group_separators,
@@ -116,9 +115,10 @@ def _looks_after(opts: Options) -> bool:
 
 # The character after the token, right after it or after blanks: what decides whether §1.1
 # reads another token there (a scale word's letter, a percent, an extra separator and a digit,
-# ``\\,``, A/B's slash). Right after it, what the token itself may go on with is left out.
+# ``\\,``, A/B's slash). Right after it, what the token itself may go on with is left out (not
+# an exponent's letter: the token did not take it, and a scale word may start with it).
 _BLANK = _byte_table(BLANK.encode())
-_GOES_ON = _byte_table(f"{BLANK}{DIGITS}{''.join(separators(False))}{EXPONENT}".encode())
+_GOES_ON = _byte_table(f"{BLANK}{DIGITS}{''.join(separators(False))}".encode())
 _BLANK_STEPS = 8  # a longer run of blanks after the token: the row is handed on
 # Right after the token, a byte that may make it another one: the first byte of an extra
 # separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
@@ -233,7 +233,7 @@ def _after_token(
     """The bytes after each `_lead_regex` token, read from Arrow's buffers (no regex groups).
 
     ``right``: the first byte right after the token, 0 at the end or where it is a blank or one
-    that the token may go on with (``[0-9.,eE]``); ``later``: the first byte after the blanks
+    that the token may go on with (``[0-9.,]``); ``later``: the first byte after the blanks
     that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
     with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
     that a long run costs one pass, not one per blank). ``cut``: the bytes before the token

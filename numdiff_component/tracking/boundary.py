@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
-import pyarrow as pa
 
 from numdiff_component.errors import InputError, TrackingError, first_line
 from numdiff_component.job.results import (
@@ -154,13 +153,15 @@ def mlflow_run(
         with store_lock(mlflow.get_tracking_uri()):  # one job at a time makes a new store's tables
             experiment = within(what, experiment_id, experiment_name)
             run = within(what, mlflow.start_run, run_name=run_name, experiment_id=experiment)
-    if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
-        within(what, mlflow.set_tag, "mlflow.runName", default_run_name)
     try:
+        if active is None and not run_name and default_run_name and _made_up(run.info.run_name):
+            within(what, mlflow.set_tag, "mlflow.runName", default_run_name, synchronous=True)
         with mlflow_errors(what):
             yield run
     except BaseException as exc:
-        if active is None and not isinstance(exc, _NoAnswer):  # a hung server: no more
+        if active is None and isinstance(exc, _NoAnswer):  # a hung server: ask it no more,
+            mlflow.tracking.fluent._active_run_stack.get().pop()  # nor MLflow's exit handler
+        elif active is None:
             with contextlib.suppress(Exception):  # the server may be gone: nothing to tell
                 within(what, mlflow.end_run, status="FAILED")
         raise
@@ -193,7 +194,7 @@ def record_failure(message: str, exit_code: int) -> None:
     tags = [RunTag(f"{PREFIX}.error", message[:5000])]
     tags.append(RunTag(f"{PREFIX}.exit_code", str(exit_code)))
     with contextlib.suppress(TrackingError, InputError):
-        within("tag the run", MlflowClient().log_batch, run_id, tags=tags)
+        within("tag the run", MlflowClient().log_batch, run_id, tags=tags, synchronous=True)
 
 
 def experiment_id(name: str | None) -> str | None:
@@ -297,6 +298,7 @@ def log_evaluation(
             metrics=[Metric(k, v, now, 0) for k, v in metrics(evaluation.aggregates).items()],
             params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
             tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
+            synchronous=True,
         )
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
         within(what, mlflow.log_input, dataset, context="evaluation")
@@ -323,15 +325,14 @@ def _log_plots(client: Any, run_id: str, plots: list[Path]) -> None:
 
     what = "log to MLflow"
     for plot in plots:
-        within(what, client.log_artifact, run_id, str(plot), extra=upload_seconds(plot))
+        key, size = f"{PREFIX}/{plot.stem}", upload_seconds(plot)
+        within(what, client.log_artifact, run_id, str(plot), extra=size)
         with Image.open(plot) as image:
             rgb = image.convert("RGB")
-        key = f"{PREFIX}/{plot.stem}"
-        within(what, client.log_image, run_id, rgb, key=key, step=0, extra=upload_seconds(plot))
+        within(what, client.log_image, run_id, rgb, key=key, step=0, synchronous=True, extra=size)
 
 
 # --- reading a run's results, and logging a comparison ------------------------------------------
-
 
 _NOT_THERE = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
 
@@ -343,10 +344,7 @@ def load_results(ref: str) -> RunResults:
     if path.suffix == ".parquet" or path.exists():
         if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
             raise InputError(f"results file not found: {ref!r}")
-        try:
-            return read_local(path, ref)
-        except (OSError, ValueError, pa.ArrowException) as exc:  # a bad or foreign file
-            raise InputError(f"cannot read {ref!r} as parquet: {first_line(exc)}") from exc
+        return read_local(path, ref)
 
     import mlflow
 
@@ -366,7 +364,8 @@ def load_results(ref: str) -> RunResults:
             dst_path=folder,
             extra=size,
         )
-        frame = pd.read_parquet(local)
+        name = f"the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET})"
+        frame = read_local(Path(local), ref, name).frame
     deleted = run.info.lifecycle_stage == "deleted"
     return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted)
 
@@ -444,6 +443,7 @@ def log_comparison(
             run_id,
             metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
             params=[Param("compare/run_a", a), Param("compare/run_b", b)],
+            synchronous=True,
         )
         text = json.dumps(summary, indent=2)
         within(what, client.log_text, run_id, text, "compare/comparison.json")

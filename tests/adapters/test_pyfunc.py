@@ -129,7 +129,8 @@ def test_logged_model_carries_its_own_code(logged: mlflow.models.model.ModelInfo
     assert not list(local.rglob("*.pkl"))  # logged from code: nothing pickled
     assert "model_code_path" in (local / "MLmodel").read_text()
     requirements = (local / "requirements.txt").read_text().split()
-    assert [r.split("==")[0] for r in requirements] == ["mlflow", "pandas", "numpy", "pyarrow"]
+    names = [r.split("==")[0] for r in requirements]
+    assert names == ["mlflow", "pandas", "numpy", "pyarrow", "pint"]
     script = (
         "import mlflow, sys, pandas as pd\n"
         "m = mlflow.pyfunc.load_model(sys.argv[1])\n"

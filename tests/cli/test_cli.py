@@ -17,6 +17,7 @@ import pytest
 
 from numdiff_component.inputs.tables import sample_path
 from numdiff_component.job.run import CLAIM
+from numdiff_component.options import PRESETS
 from tests.conftest import (
     MODULE,
     TABLE_FORMATS,
@@ -144,7 +145,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path | str], list[str], str]] = {
     "preset out of domain": (
         lambda d: "",
         ["--preset", "math"],
-        "preset must be one of 'none', 'answers', 'prose', 'prices', got 'math'",
+        f"preset must be one of {', '.join(map(repr, PRESETS))}, got 'math'",
     ),
     "fractions out of domain": (
         lambda d: "",

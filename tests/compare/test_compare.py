@@ -284,12 +284,16 @@ def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> 
     from numdiff_component.job.run import JobConfig, run_job
     from numdiff_component.options import Options
 
-    for name, options in (("a", Options()), ("b", Options(pick="last", threshold=0.9))):
+    b = Options(pick="last", threshold=0.9, markers=["Result", "Final answer"])
+    for name, options in (("a", Options()), ("b", b)):
         config = JobConfig(results_dir=str(tmp_path / name), options=options, track=False)
         run_job(config)
     a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
     text = invoke("compare", a_file, b_file).stdout
-    assert "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B" in text
+    assert (
+        "options differ: threshold 0.99 in A, 0.9 in B; pick first in A, last in B; "
+        "markers none in A, Result,Final answer in B"
+    ) in text
     summary = json.loads(invoke("compare", a_file, b_file, "--json").stdout)
     assert summary["options"]["b"]["pick"] == "last" and summary["options"]["a"]["pick"] == "first"
     assert (
@@ -365,3 +369,84 @@ def test_runs_not_finished_or_deleted_are_warned_of(scored_runs_a_b: tuple[str, 
         f"numdiff: warning: run B {b!r} is FAILED: its results may be from a failed job",
         f"numdiff: warning: run B {b!r} is deleted (in the trash of its experiment)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            {"expected_value": ["abc", "2", "3"]},
+            "'expected_value' column of run B must hold numbers",
+        ),
+        ({"score": ["1", "0", "1"]}, "the 'score' column of run B must hold numbers, got '1'"),
+        ({"id": [[1], [2], [3]]}, "the id column 'id' of run B holds ndarray values"),
+        ({"id": [{"k": 1}, {"k": 2}, {"k": 3}]}, "the id column 'id' of run B holds dict values"),
+    ],
+    ids=["text for numbers", "text for scores", "lists for ids", "structs for ids"],
+)
+def test_a_results_file_edited_to_the_wrong_types_is_one_line_and_exit_2(
+    edit: dict[str, list[object]], message: str, tmp_path: Path
+) -> None:
+    a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
+    a.to_parquet(tmp_path / "a.parquet")
+    a.assign(**edit).to_parquet(tmp_path / "b.parquet")
+    done = numdiff_process(
+        "compare", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--id-col", "id"
+    )
+    one_line_error(done, 2, message)
+
+
+def test_a_run_whose_results_artifact_is_truncated_is_one_line_and_exit_2(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    """As the same truncated file given as a local path is."""
+    import mlflow
+
+    a = results(["x", "y"], ["1", "2"], ["1", "2"])
+    a.to_parquet(tmp_path / "a.parquet")
+    data = (tmp_path / "a.parquet").read_bytes()
+    (tmp_path / "run" / "numeric_diff").mkdir(parents=True)
+    (tmp_path / "run" / "numeric_diff" / "results.parquet").write_bytes(data[: len(data) // 2])
+    with mlflow.start_run() as run:
+        mlflow.log_artifacts(str(tmp_path / "run"))
+    done = numdiff_process("compare", str(tmp_path / "a.parquet"), run.info.run_id)
+    one_line_error(
+        done,
+        2,
+        f"cannot read the results of run {run.info.run_id!r} (numeric_diff/results.parquet)",
+        "Parquet magic bytes not found",
+    )
+
+
+def test_integer_ids_with_a_null_keep_every_bit_through_score_and_compare(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    """A Parquet int64 or uint64 column holding a null (as Spark and pandas write a nullable
+    integer) stays that integer in results.parquet: 2**53 + 1 is not 2**53, so ids do not
+    collide in compare."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = [2**53 + 1, 2**53, None]
+    big = [2**64 - 1, 2**64 - 2, None]
+    source = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "big": pa.array(big, pa.uint64()),
+            "output": ["1", "2", "3"],
+            "expected": ["1", "2", "3"],
+        }
+    )
+    pq.write_table(source, tmp_path / "t.parquet")
+    folder = tmp_path / "res"
+    done = numdiff_process("score", str(tmp_path / "t.parquet"), "-q", "--results-dir", str(folder))
+    assert done.returncode == 0, done.stderr
+    kept = pq.read_table(folder / "results.parquet")
+    assert kept.column("id").type == pa.int64() and kept.column("id").to_pylist() == ids
+    assert kept.column("big").type == pa.uint64() and kept.column("big").to_pylist() == big
+    only_ids = kept.filter(pa.compute.is_valid(kept.column("big")))
+    pq.write_table(only_ids, tmp_path / "a.parquet")  # compare needs an id on every row
+    done = numdiff_process(
+        "compare", str(tmp_path / "a.parquet"), str(tmp_path / "a.parquet"), "--id-col", "big"
+    )
+    assert done.returncode == 0, done.stderr

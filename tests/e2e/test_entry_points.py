@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 from mlflow.pyfunc import PythonModelContext
 
 from numdiff_component import (
@@ -22,7 +23,8 @@ from numdiff_component import (
     score_frame,
 )
 from numdiff_component.adapters.pyfunc import NumericDiffModel, model_config
-from tests.conftest import SPEC_READINGS, invoke, write_table
+from numdiff_component.options import SCHEMA
+from tests.conftest import LIST_READINGS, SPEC_READINGS, invoke, write_table
 
 # Presets (SPEC §2.1) through every entry point: texts whose number a preset's options read.
 PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
@@ -36,7 +38,7 @@ PRESET_READINGS: list[tuple[str, dict[str, Any], float | None]] = [
 
 # One group of rows per set of options, as a user scores a table with one set of options.
 GROUPS: dict[str, tuple[dict[str, Any], list[tuple[str, float | None]]]] = {}
-for text, opts, number in SPEC_READINGS + PRESET_READINGS:
+for text, opts, number in SPEC_READINGS + PRESET_READINGS + LIST_READINGS:
     key = ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
     GROUPS.setdefault(key, (opts, []))[1].append((text, number))
 
@@ -65,6 +67,7 @@ def _scores(rows: list[tuple[str, float | None]]) -> list[float]:
     return [0.0 if number is None else 1.0 for _, number in rows]
 
 
+SPECS = {spec.name: spec for spec in SCHEMA}
 PARAMS = [pytest.param(*GROUPS[key], id=key) for key in GROUPS]
 
 
@@ -82,8 +85,12 @@ def test_command_line(
     source = write_table(_table(rows), tmp_path / "answers.csv")
     flags = []
     for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        flags += [f"{flag}={str(value).lower()}"] if isinstance(value, bool) else [flag, value]
+        flag = "--" + (SPECS[name].flag or name).replace("_", "-")
+        if isinstance(value, (list, dict)):  # a list option: its flag once per item
+            items = [f"{k}={v}" for k, v in value.items()] if isinstance(value, dict) else value
+            flags += [arg for item in items for arg in (flag, item)]
+        else:
+            flags += [f"{flag}={str(value).lower()}"] if isinstance(value, bool) else [flag, value]
     done = invoke("score", str(source), *flags, "-q", "--no-plots", "--results-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     _same(pd.read_parquet(tmp_path / "results.parquet")["output_value"].tolist(), _want(rows))
@@ -113,7 +120,9 @@ def test_genai_scorer(options: dict[str, Any], rows: list[tuple[str, float | Non
 def test_pyfunc_model(options: dict[str, Any], rows: list[tuple[str, float | None]]) -> None:
     predicted = NumericDiffModel(Options(**options)).predict(None, _table(rows))
     _same(predicted["output_value"].tolist(), _want(rows))
-    # As loaded from a model config (`model_config`), where a preset resolves again.
+    # As loaded from a model config (`model_config`), where a preset resolves again; the config
+    # is written as YAML.
+    assert yaml.safe_load(yaml.safe_dump(model_config(Options(**options)))) is not None
     model = NumericDiffModel()
     model.load_context(
         PythonModelContext(artifacts={}, model_config=model_config(Options(**options)))

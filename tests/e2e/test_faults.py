@@ -110,6 +110,21 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "json not utf-8": (
         _file("t.json", b'[{"output": "caf\xe9 2", "expected": "2"}]'),
         "it is not valid UTF-8",
+    ),  # 10 kB that Python's JSON reader cannot hold on its stack: no RecursionError traceback.
+    "json nested 5000 deep": (
+        _file("t.json", '[{"output": ' + "[" * 5000 + "]" * 5000 + ', "expected": "1"}]'),
+        "as json: a value is nested deeper than Python's JSON reader goes",
+    ),
+    "json lines nested 5000 deep": (
+        _file(
+            "t.jsonl",
+            '{"output": "1", "expected": "1"}\n{"output": '
+            + '{"a": ' * 5000
+            + "1"
+            + "}" * 5000
+            + ', "expected": "1"}\n',
+        ),
+        "as jsonl: line 2: a value is nested deeper than Python's JSON reader goes",
     ),
 }
 

@@ -170,6 +170,29 @@ def test_mlflow_run_with_no_parameters_scores_the_sample(
 
 
 @pytest.mark.slow
+def test_mlflow_run_with_extra_markers_and_scale_words(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    """SPEC v4's list options as the MLproject takes them: comma-separated texts."""
+    table = tmp_path / "answers.csv"
+    texts = ["Result: 5 lakh of 9", "Final answer: 2 crore", "\u7b54\u6848\uff1a12 \u6216 13"]
+    pd.DataFrame({"output": texts, "expected": [5e5, 2e7, 12]}).to_csv(table, index=False)
+    run_id = _project_run(
+        f"predictions={table}",
+        "pick=answer",
+        "scale=words",
+        "markers=Result,Final answer,\u7b54\u6848",
+        "scale_words=lakh=1e5,crore=1e7",
+        project=mlflow_project,
+    )
+    assert run_id is not None
+    run = MlflowClient().get_run(run_id)
+    assert run.data.metrics["numeric_diff/pass_rate"] == 1.0
+    assert run.data.params["resolved/markers"] == "Result,Final answer,\u7b54\u6848"
+    assert run.data.params["resolved/scale_words"] == "lakh=100000.0,crore=10000000.0"
+
+
+@pytest.mark.slow
 def test_mlflow_run_reads_an_earlier_steps_artifact(
     tracking_uri: str, tmp_path: Path, mlflow_project: Path
 ) -> None:

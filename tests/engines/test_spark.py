@@ -38,7 +38,7 @@ from numdiff_component.job.run import JobConfig, JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
 from numdiff_component.tracking.boundary import load_results, metrics
-from tests.conftest import SPEC_READINGS
+from tests.conftest import LIST_READINGS, SPEC_READINGS
 
 # One local Spark session (a session fixture per xdist worker): the tests that use it share a
 # worker (conftest.py); the others, which start Spark in processes of their own, go to any.
@@ -200,11 +200,12 @@ OPTION_SETS = [
 
 
 def test_every_spec_reading_through_spark(spark: Any) -> None:
-    """Each SPEC §1.1 example, scored by Spark with its options, reads the number written.
+    """Each SPEC §1.1 example (and v4's markers and scale words, given as a list and a dict),
+    scored by Spark with its options, reads the number written.
 
     One Spark job per set of options: the examples that share options are rows of one table."""
     by_options: dict[str, list[tuple[str, float | None]]] = {}
-    for text, options, number in SPEC_READINGS:
+    for text, options, number in SPEC_READINGS + LIST_READINGS:
         by_options.setdefault(json.dumps(options, sort_keys=True), []).append((text, number))
     for key, examples in by_options.items():
         rows = [(text, 1.0) for text, _ in examples]
@@ -275,6 +276,32 @@ def test_aggregates_equal_pandas(frames: tuple[pd.DataFrame, Any], options: dict
     assert list(got) == list(want)
     assert got == pytest.approx(want, rel=1e-12, nan_ok=True)
     assert isinstance(got["n_rows"], int) and isinstance(got["n_unparseable"], int)
+
+
+@pytest.mark.parametrize("units", ["lenient", "strict"])
+def test_quantities_equal_pandas(spark: Any, units: str) -> None:
+    """SPEC §2.2's pairs (equal quantities in other units, other dimensions, a bare side,
+    offset temperatures, compound units, currencies) through Spark: the same labels, scores,
+    units and aggregates as `score_frame`."""
+    from tests.test_units import SCORED
+
+    pdf = pd.DataFrame(
+        [(i, output, expected) for i, (output, expected, *_) in enumerate(SCORED)],
+        columns=["id", "output", "expected"],
+    )
+    sdf = spark.createDataFrame(pdf, "id long, output string, expected string")
+    want = score_frame(pdf, units=units)
+    results = score_spark(sdf, units=units)
+    got = collect(results)
+    assert list(got.columns) == list(want.columns)
+    assert_same_results(got, want)
+    got = got.sort_values("id").reset_index(drop=True)
+    for name in ("output_unit", "expected_unit"):
+        assert got[name].fillna("-").tolist() == want[name].fillna("-").tolist()
+    np.testing.assert_array_equal(got["output_converted"].to_numpy(float), want["output_converted"])
+    expected_labels = [lenient if units == "lenient" else strict for *_, lenient, strict in SCORED]
+    assert got["label"].tolist() == [label for label, _ in expected_labels]
+    assert aggregate_spark(results) == pytest.approx(aggregate(want), rel=1e-12, nan_ok=True)
 
 
 def test_aggregates_of_one_unparseable_row(spark: Any) -> None:
@@ -383,6 +410,18 @@ def test_run_spark_job_empty_table(spark: Any, tmp_path: Path) -> None:
     config = JobConfig(predictions=str(tmp_path / "empty.parquet"), track=False)
     with pytest.raises(InputError, match="no rows to score in"):
         run_spark_job(config, spark)
+
+
+def test_integer_ids_with_a_null_keep_every_bit(spark: Any, tmp_path: Path) -> None:
+    """A nullable int64 id (2**53 + 1 beside a null) is the same integer in the Spark results,
+    in the batches the job adds up, and in what compare reads back: never a float."""
+    ids = [2**53 + 1, 2**53, None]
+    source = pa.table({"id": pa.array(ids, pa.int64()), "output": ["1", "2", "3"]})
+    pq.write_table(source.append_column("expected", pa.array(["1", "2", "3"])), tmp_path / "t.pq")
+    config = JobConfig(str(tmp_path / "t.pq"), results_dir=str(tmp_path / "out"), track=False)
+    outcome = run_spark_job(replace(config, plots=False), spark)
+    read = load_results(str(outcome.results_path)).frame["id"]
+    assert [None if pd.isna(v) else v for v in read] == ids and read.dtype == "Int64"
 
 
 def test_spark_job_honours_no_plots(spark: Any, tmp_path: Path) -> None:

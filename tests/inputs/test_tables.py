@@ -32,6 +32,7 @@ from numdiff_component.inputs.tables import (
     open_table,
 )
 from numdiff_component.job.run import JobConfig, run_job
+from tests.conftest import numdiff_process, one_line_error
 
 ROWS = pd.DataFrame(
     {
@@ -398,6 +399,34 @@ def test_csv_row_longer_than_the_limit(tmp_path: Path, monkeypatch: pytest.Monke
     table = open_table(str(_compress(data, tmp_path / "t.csv.gz")))
     with pytest.raises(InputError, match=r"a row is longer than 1,048,576 bytes"):
         table.read()
+
+
+@pytest.mark.parametrize(("limit", "code"), [(2 << 20, 2), (4 << 20, 0)])
+def test_a_csv_row_past_the_row_limit_is_exit_2_naming_it(
+    limit: int, code: int, tracking_uri: str, tmp_path: Path
+) -> None:
+    """A row longer than a block is read whole, at about 10 times its bytes of memory: past
+    NUMDIFF_MAX_ROW_BYTES (low here: a 3 MiB row against 2 MiB, from a 3 kB .csv.gz) it is one
+    line and exit 2 naming the limit; under it (4 MiB) the row is scored whole."""
+    data = b"id,output,expected\nr0,1,1\nlong," + b"7" * LONG + b",1\n"
+    source = _compress(data, tmp_path / "t.csv.gz")
+    folder = tmp_path / "res"
+    done = numdiff_process(
+        "score",
+        str(source),
+        "-q",
+        "--no-plots",
+        "--results-dir",
+        str(folder),
+        env={"NUMDIFF_MAX_ROW_BYTES": str(limit)},
+    )
+    if code:
+        one_line_error(done, 2, "a row is longer than 2,097,152 bytes", "NUMDIFF_MAX_ROW_BYTES")
+        assert not (folder / "results.parquet").exists()
+    else:
+        assert done.returncode == 0, done.stderr
+        results = pd.read_parquet(folder / "results.parquet")
+        assert list(results["id"]) == ["r0", "long"] and len(results["output"][1]) == LONG
 
 
 # ---------------------------------------------------------------------------------------------

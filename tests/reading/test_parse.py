@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 from decimal import Decimal
 from unittest import mock
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 import numdiff_component.reading.tiers_readings as tiers_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
-from numdiff_component.reading import several_numbers
+from numdiff_component.reading import fractions, grammar, marks, several_numbers
 from numdiff_component.reading.plain import count_tokens
 from tests.conftest import READING_STRATEGIES, SPEC_READINGS
 
@@ -247,16 +248,33 @@ def test_vectorised_equals_plain_on_text(values: list[str | None], options: Opti
 # SPEC §1.1: markers (nested, unclosed, several, without numbers, near misses), scale words next
 # to letters and digits, every grouping separator and LaTeX comma, dates and fractions, signs and
 # percents, mixed with random text; checked for every combination of the options.
-_PIECES = [
-    *("\\boxed{", "\\fbox{", "{", "}", "{{", "}}", "####", "#", "answer", "Answer is", "ANSWER"),
-    *("answers", "answer  :", "answer\tis:", "answer =", " is ", "is", "isn't", "theanswer:"),
-    *("k", "K", "thousand", "M", "Million", "B", "bn", "BN", "T", "tn", "trillion", "m", "b"),
-    *("km", "s", "x", "_", "\u00e9", "\u212a", " ", "  ", "\t", "\n", "\u00a0", "\u202f"),
-    *("\u2009", "'", "\u2019", "\\,", "{,}", ",\\!", ",", ".", "/", "//", "\\frac{"),
-    *("\\dfrac{", "\\tfrac{", "}{", "\\frac{1}{2}", "\\frac{ 3 }{\t4}", "%", "\\%"),
-    *("-", "+", "\u2212", "e", "E", "e-", "12/05/2023", "1/0", "3/4", "0/5", "$", "\ue000"),
+_TABLES = [  # every entry of the tables the readers are made from, each word in three cases
+    *marks.BOXES,
+    *marks.HASHES,
+    *(c for w in (*marks.ANSWER_WORDS, marks.IS) for c in (w, w.upper(), w.title())),
+    *marks.COLONS,
+    *marks.SCALE_LETTERS,
+    *(c for w in marks.SCALE_WORDS for c in (w, w.upper(), w.title())),
+    marks.PERCENT_SIGN,
+    marks.LATEX_ESCAPE + marks.PERCENT_SIGN,
+    *grammar.EXTRA_SEPARATORS,
+    *grammar.LATEX_COMMAS,
+    *grammar.CURRENCY,
+    *grammar.SIGNS,
+    *grammar.BLANK,
+    *(command + "{" for command in fractions.FRAC_COMMANDS),
+    fractions.SLASH,
 ]
-_GROUPED = r"[0-9]{1,3}((,|\.| |\u00a0|\u202f|\u2009|'|\u2019|\\,)[0-9]{3}){1,3}[0-9]?"
+# Near misses and combinations the tables do not hold.
+_PIECES = [
+    *_TABLES,
+    *("{", "}", "{{", "}}", "#", "answers", "answer  :", "answer\tis:", "answer =", " is "),
+    *("isn't", "theanswer:", "m", "b", "km", "s", "x", "_", "\u00e9", "\u212a", "  ", "\n"),
+    *(",", ".", "//", "}{", "\\frac{1}{2}", "\\frac{ 3 }{\t4}", "e", "E", "e-", "12/05/2023"),
+    *("1/0", "3/4", "0/5", "\ue000"),
+]
+_SEPARATORS = "|".join(re.escape(sep) for sep in [",", ".", *grammar.EXTRA_SEPARATORS])
+_GROUPED = rf"[0-9]{{1,3}}(({_SEPARATORS})[0-9]{{3}}){{1,3}}[0-9]?"
 reading_texts = st.lists(
     st.one_of(
         st.sampled_from(_PIECES),

@@ -132,10 +132,11 @@ _markers = st.lists(
         st.sampled_from([*MARKERS, "res", "Final", "Ré", "é"]),
         st.from_regex(r"[A-Za-zéÉ答]{1,5}( [A-Za-z]{1,4})?", fullmatch=True),
     ).filter(lambda m: m.lower() not in marks.ANSWER_WORDS),
+    min_size=1,
     max_size=3,
 )
 _scale_words = st.dictionaries(
-    _words, st.sampled_from([1e5, 1e7, 2.5, 1e-3, 1e300]), max_size=3
+    _words, st.sampled_from([1e5, 1e7, 2.5, 1e-3, 1e300]), min_size=1, max_size=3
 ).filter(lambda d: len({w.lower() for w in d}) == len(d))
 
 
@@ -169,6 +170,16 @@ def _pieces(options: Options) -> st.SearchStrategy[str]:
     return st.one_of(
         st.sampled_from(table),
         st.sampled_from(extra).flatmap(_variants) if extra else st.nothing(),
+        st.builds(  # a marker and what follows it; a number and a scale word
+            "".join,
+            st.tuples(
+                st.sampled_from(extra).flatmap(_variants),
+                st.sampled_from(["", " ", *marks.COLONS, f" {marks.IS} "]),
+                st.from_regex(r" ?[0-9]{1,3}", fullmatch=True),
+            ),
+        )
+        if extra
+        else st.nothing(),
         st.from_regex(r"[0-9]{1,4}([.,][0-9]{0,3})?", fullmatch=True),
         st.text(alphabet="0123456789 ax-", max_size=3),
     )
