@@ -90,6 +90,28 @@ V3_CASES: dict[str, Callable[[int], str]] = {
     "twenty-twenty-...": lambda n: _repeat("twenty-", n, tail="one"),
 }
 
+# Aimed at SPEC v4 (words="all", Indian grouping, powers): each new rule's worst text.
+V4_CASES: dict[str, Callable[[int], str]] = {
+    "point point point ...": lambda n: _repeat("point ", n, tail="5"),
+    "two point nine nine ...": lambda n: _repeat(" nine", n, head="two point"),
+    "minus minus ...": lambda n: _repeat("minus ", n, tail="5"),
+    "minus then spaces": lambda n: _repeat(" ", n, head="x minus", tail="5"),
+    "1 out of 1 out of ...": lambda n: _repeat("1 out of ", n, tail="1"),
+    "3 dollars 3 dollars ...": lambda n: _repeat("3 dollars ", n, tail="50 cents"),
+    "half half half ...": lambda n: _repeat("half ", n),
+    "the half the half ...": lambda n: _repeat("the half ", n),
+    "a third a third ...": lambda n: _repeat("a third ", n),
+    "a third then spaces": lambda n: _repeat(" ", n, head="a third", tail="x"),
+    "twentyone-twentyone-...": lambda n: _repeat("twentyone-", n, tail="one"),
+    "three billions billions ...": lambda n: _repeat(" billions", n, head="three"),
+    "5-5-5-...-million": lambda n: _repeat("5-", n, tail="million"),
+    "5 dozens dozens ...": lambda n: _repeat(" dozens", n, head="5"),
+    "1^1^1^...": lambda n: _repeat("1^", n, tail="1"),
+    "2^99999...": lambda n: _repeat("9", n, head="2^"),
+    "1,23,23,23,...": lambda n: _repeat(",23", n, head="1", tail=",456"),
+    "1,23,1,23,...": lambda n: _repeat("1,23,", n),
+}
+
 # Ordinary-looking texts dense in tokens (one every 2 to 4 bytes), under the presets and the
 # readings that read them token by token in Python (issue 33): the true bound per reading.
 DENSE_CASES: dict[str, Callable[[int], str]] = {
@@ -133,6 +155,14 @@ V3_OPTIONS = {  # pick="last": every token of the text is read (the worst case)
 }
 
 
+_EVERY_V4 = {**_EVERY_V3, "words": "all"}
+V4_OPTIONS = {
+    "last v4": Options(pick="last", **_EVERY_V4),  # type: ignore[arg-type]
+    "answer v4": Options(pick="answer", **_EVERY_V4),  # type: ignore[arg-type]
+    "prose": Options.of(preset="prose"),
+}
+
+
 DENSE_OPTIONS = {  # the readings by which the guide states its bounds (docs/guarantees.md)
     "default": Options(),
     "prose": Options(preset="prose"),
@@ -159,7 +189,7 @@ def seconds(fn: Callable[[], object], repeat: int = 3, clock: str = "wall") -> f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 4], help="MB")
-    every = {**CASES, **READING_CASES, **V3_CASES, **DENSE_CASES}
+    every = {**CASES, **READING_CASES, **V3_CASES, **DENSE_CASES, **V4_CASES}
     parser.add_argument("--case", nargs="*", choices=list(every), help="default: all")
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs")
     parser.add_argument("--clock", choices=list(CLOCKS), default="wall")
@@ -171,6 +201,7 @@ def main() -> None:
     print(f"ms per MB at sizes {at} MB ({args.clock} clock); ratio = last / first size")
     print("first+, last+, answer+: with scale, thousands, fractions and percent readings on")
     print("last v3, answer v3: with every reading of SPEC §1.1 and §1.2 on")
+    print("last v4, answer v4, prose: every reading with words='all' (SPEC v4); the prose preset")
     print("dense texts: under the default options, the presets and single readings (named)")
     print(f"{'case':<28} {'path':<19} {size_head} {'ratio':>6}")
     worst = 0.0
@@ -179,6 +210,7 @@ def main() -> None:
         options = READING_OPTIONS if case in READING_CASES else OPTIONS
         options = V3_OPTIONS if case in V3_CASES else options
         options = DENSE_OPTIONS if case in DENSE_CASES else options
+        options = V4_OPTIONS if case in V4_CASES else options
         for path in args.path or list(PATHS):
             read = PATHS[path]
             for pick, opts in options.items():

@@ -25,7 +25,7 @@ Percent = Literal["keep", "fraction"]
 Scale = Literal["none", "words"]
 Thousands = Literal["comma", "any"]
 Fractions = bool | Literal["all"]
-Words = Literal["none", "en"]
+Words = Literal["none", "en", "all"]
 Digits = Literal["ascii", "any"]
 Ranges = Literal["none", "mid"]
 Negative = Literal["sign", "parens"]
@@ -36,7 +36,7 @@ _PROSE: dict[str, Any] = {  # measurements and figures in prose
     "thousands": "any",
     "scale": "words",
     "fractions": "all",
-    "words": "en",
+    "words": "all",
     "digits": "any",
     "scientific": True,
     "ranges": "mid",
@@ -49,12 +49,19 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "thousands": "any",
             "scale": "words",
             "fractions": "all",
-            "words": "en",
+            "words": "all",
             "digits": "any",
             "scientific": True,
         },
         "prose": _PROSE,  # measurements and figures in prose
-        "prices": {"thousands": "any", "digits": "any", "prices": True},  # prices and amounts
+        "prices": {  # prices and amounts
+            "thousands": "any",
+            "scale": "words",
+            "words": "all",
+            "digits": "any",
+            "negative": "parens",
+            "prices": True,
+        },
         "measurements": {**_PROSE, "units": "lenient"},  # quantities with units (SPEC §1.3)
     }
 )
@@ -264,8 +271,10 @@ class Options:
     )
     words: Words = _option(
         "none",
-        "'en' reads English number phrases: 'twenty-one', 'a hundred and two', 'two and a half'.",
-        choices=("none", "en"),
+        "'en' reads English number phrases: 'twenty-one', 'a hundred and two', 'two and a half'. "
+        "'all' also reads 'minus five', 'two point three', 'a dozen', '3 dollars 50 cents', "
+        "'1 out of 3' (SPEC v4).",
+        choices=("none", "en", "all"),
     )
     digits: Digits = _option(
         "ascii",

@@ -112,6 +112,9 @@ def token_regex(opts: Options, *, form: str = "re2", extra: bool = True) -> str:
     grouped, fraction, exponent, point = token_parts(opts, extra=extra)
     d = digit_class(opts)
     if form == "re":
+        if opts.thousands == "any":  # v4: Indian grouping, 12,34,567, after the groups of three
+            group = literal(separators(opts.decimal_comma)[0])  # (RE2: the column reader routes)
+            grouped += rf"(?!{d})|{d}{{1,2}}(?:{group}{d}{{2}})+{group}{d}{{3}}"
         return (
             rf"(?:{grouped}(?!{d})|{d}+)(?:{fraction})?(?P<exp>{exponent})?"
             rf"|{point}{d}+(?P<exp2>{exponent})?"

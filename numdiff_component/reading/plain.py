@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.options import Options
-from numdiff_component.reading import fractions, ranges, scientific
+from numdiff_component.reading import amounts, fractions, ranges, scientific
 from numdiff_component.reading.grammar import (
     LATEX_COMMAS,
     decimal,
@@ -82,9 +82,30 @@ def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
         tail = price_tail(text, found.end(), number, point) if opts.prices else None
         if tail is None and opts.scientific:
             tail = scientific.times_ten_tail(text, found.end(), number)
+            tail = tail or scientific.power_tail(text, found.end(), number)
+        if tail is None and opts.words == "all":
+            tail = amounts.tail(
+                text, found.end(), float(number), lambda at: _whole_at(text, at, opts), False
+            )
         if tail is not None:
             return tail
     return float(number), found.end()
+
+
+def _whole_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
+    """A whole number at ``pos`` (v4's ``out of``, composite amounts): a decimal token without
+    exponent worth a whole number, or a phrase worth one."""
+    if pos >= len(text):
+        return None
+    found = decimal(opts).match(text, pos)
+    if found:
+        number = float(plain_number(found.group(), opts.decimal_comma))
+        whole = number.is_integer() and found.group("exp") is None
+        return (number, found.end()) if whole and found.group("exp2") is None else None
+    if opts.words == "none" or not text[pos].isascii():
+        return None
+    phrase = read_phrase(text, pos, opts.digits == "any", opts.words == "all")
+    return phrase if phrase is not None and phrase[0].is_integer() else None
 
 
 def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | None:
@@ -109,8 +130,12 @@ def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | 
         found = fractions.read_vulgar(text, pos, opts)
     if found is None and (digit or first in ".,"):
         found = _decimal_at(text, pos, opts)
-    if found is None and words and opts.words == "en" and first.isascii() and not digit:
-        found = read_phrase(text, pos, opts.digits == "any")
+    if found is None and words and opts.words != "none" and first.isascii() and not digit:
+        v4 = opts.words == "all"
+        found = read_phrase(text, pos, opts.digits == "any", v4)
+        if found is not None and v4:
+            whole = lambda at: _whole_at(text, at, opts)  # noqa: E731
+            found = amounts.tail(text, found[1], found[0], whole, True) or found
     return None if found is None else Token(found[0], pos, found[1], found[1])
 
 
@@ -129,7 +154,9 @@ def _range(text: str, x: Token, opts: Options, words: bool) -> Token | None:
 
 def tokens(text: str, opts: Options, words: bool = True) -> Iterator[Token]:
     """The tokens of ``text`` left to right without overlap."""
-    starts = _starts(opts.decimal_comma, opts.digits, opts.fractions, words and opts.words == "en")
+    starts = _starts(
+        opts.decimal_comma, opts.digits, opts.fractions, words and opts.words != "none"
+    )
     pos = 0
     while found := starts.search(text, pos):
         token = token_at(text, found.start(), opts, words)
@@ -152,6 +179,8 @@ def value_end(text: str, token: Token, opts: Options) -> tuple[float | None, int
     number = token.number
     if not token.is_range and negative_sign(text, token.start):
         number = -number
+    elif opts.words == "all" and amounts.negative_word_before(text, token.start):
+        number = -number  # v4: "minus five", "negative 504"
     end = token.scale_at
     if opts.scale == "words":
         factor, end = scale_after(text, end, opts)
@@ -186,7 +215,7 @@ def chosen(text: str, options: Options) -> tuple[str, Token | None]:
             return span, next(tokens(span, options), None)
     if options.pick == "first":
         return text, next(tokens(text, options), None)
-    if options.pick == "answer" and options.words == "en":
+    if options.pick == "answer" and options.words != "none":
         # No marker: phrases are tokens only in a text with no other token (§1.2.1).
         last = _last(tokens(text, options, words=False))
         if last is not None:

@@ -7,6 +7,7 @@ a times sign only, a minus and digits. Its digits are ASCII whatever ``digits`` 
 
 from __future__ import annotations
 
+import math
 import re
 
 from numdiff_component.reading.grammar import BLANKS, MINUS, SIGNS, char_class, literal
@@ -16,7 +17,7 @@ BASE = "10"  # the base every form of E follows
 SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
 SUPER_SIGNS = "\u207a\u207b"  # superscript + and -
 _SIGN = f"[{char_class(SIGNS)}]"
-CARET = "^"  # before E
+CARET = "^"  # before E; v4: after any decimal token too (power notation)
 _BRACED = rf"\{{{BLANKS}(?P<b>{_SIGN}?[0-9]+){BLANKS}\}}"
 _CARET = rf"{literal(CARET)}{BLANKS}(?:(?P<c>{_SIGN}?[0-9]+)|{_BRACED})"
 _SUPER = rf"(?P<s>[{SUPER_SIGNS}]?[{SUPERSCRIPTS}]+)"
@@ -40,6 +41,22 @@ def times_ten_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | No
         return None
     exponent = found.group("m") if found.group("m") else _exponent(found)
     return float(f"{mantissa}e{exponent.translate(_FROM_SUPER)}"), found.end()
+
+
+_POWER_TAIL = re.compile(_CARET)
+
+
+def power_tail(text: str, end: int, mantissa: str) -> tuple[float, int] | None:
+    """v4: ``^E`` right after a decimal token without exponent (``1.1^23``, ``2^{10}``):
+    ``mantissa ** E``; infinite when it overflows (then no number)."""
+    found = _POWER_TAIL.match(text, end) if text.startswith(CARET, end) else None
+    if not found:
+        return None
+    exponent = float((found.group("c") or found.group("b")).translate(_FROM_SUPER))
+    try:
+        return float(mantissa) ** exponent, found.end()
+    except (OverflowError, ZeroDivisionError):
+        return math.inf, found.end()
 
 
 def read_power(text: str, pos: int) -> tuple[float, int] | None:

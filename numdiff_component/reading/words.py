@@ -60,13 +60,32 @@ for _name, _d in zip(
     strict=True,
 ):
     FRACTION_WORDS[_name] = _d
-for _name, _d in list(FRACTION_WORDS.items()):
-    if not _name.startswith("hal"):
-        FRACTION_WORDS[_name + "s"] = _d
+
+# v4 (words="all"): the words read only then.
+MORE_ZEROS = {"nought": 0, "naught": 0, "nil": 0}  # as "zero"
+MULTIPLIERS = {"dozen": 12, "lakh": 10**5, "crore": 10**7}
+TINY_FRACTIONS = {"millionth": 10**6, "billionth": 10**9, "trillionth": 10**12}
+POINT_ZEROS = {"oh": 0}  # a decimal digit only after "point"
+SIGN_WORDS = ("minus", "negative")
+MAIN_UNITS = ("dollar", "euro", "pound")  # composite amounts: main unit, then 1/100 of it
+MINOR_UNITS = ("cent", "penny", "pence")
+NOT_HALF_AFTER = ("the", "first", "second", "other", "last", "latter")  # "the second half"
+
+for _table in (FRACTION_WORDS, TINY_FRACTIONS):
+    for _name, _d in list(_table.items()):
+        if not _name.startswith("hal"):
+            _table[_name + "s"] = _d
 VOCABULARY = {"zero", "hundred", "a", "and", "&", *UNITS, *TEENS, *TENS, *MAGNITUDES}
 VOCABULARY |= set(FRACTION_WORDS)
 # The words a phrase can start with ("a" needs "hundred" or an M after it).
 FIRST_WORDS = ["zero", "hundred", *UNITS, *TEENS, *TENS, *MAGNITUDES]
+# v4: plural multipliers (read with a count only), run-together tens and units ("twentyone").
+PLURALS = {w + "s": w for w in ["hundred", *MAGNITUDES, *MULTIPLIERS]}
+RUN_TOGETHER = {t + u: (t, u) for t in TENS for u in UNITS}
+ALL_MAGNITUDES = MAGNITUDES | MULTIPLIERS
+ALL_FRACTION_WORDS = FRACTION_WORDS | TINY_FRACTIONS
+ALL_VOCABULARY = VOCABULARY | set(MORE_ZEROS) | set(MULTIPLIERS) | set(TINY_FRACTIONS)
+ALL_VOCABULARY |= {"point", *POINT_ZEROS}
 
 _WORD = re.compile(r"[A-Za-z&]+")
 _NEXT_WORD = re.compile(r"(?P<sep>[ \t]+|-|,[ \t]+)(?P<word>[A-Za-z&]+)")
@@ -75,18 +94,21 @@ _UNITS_AND_TEENS = UNITS | TEENS
 
 @dataclass(frozen=True)
 class _Word:
-    word: str  # lower case
-    sep: str  # before it: "gap", "-" or ","; "" for the first word
+    word: str  # lower case, a plural multiplier made singular (v4)
+    sep: str  # before it: "gap", "-" or ","; "" for the first word (v4: "-" is a gap)
     end: int
+    plural: bool = False
 
 
 class _Words:
-    """The words of a phrase from its start, read on demand (each once)."""
+    """The words of a phrase from its start, read on demand (each once). ``v4``: words="all"."""
 
-    def __init__(self, text: str, start: int) -> None:
-        self.text, self.pos = text, start
+    def __init__(self, text: str, start: int, v4: bool = False) -> None:
+        self.text, self.pos, self.v4 = text, start, v4
         self.words: list[_Word] = []
         self.done = False
+        self.magnitudes = ALL_MAGNITUDES if v4 else MAGNITUDES
+        self.fractions = ALL_FRACTION_WORDS if v4 else FRACTION_WORDS
 
     def __getitem__(self, k: int) -> _Word | None:
         while len(self.words) <= k and not self.done:
@@ -102,11 +124,27 @@ class _Words:
             found, sep = _WORD.match(self.text, self.pos), ""
         word = found.group(found.lastindex or 0).lower() if found else ""
         end = found.end() if found else 0
-        if word not in VOCABULARY or self.text[end : end + 1].isalnum():
+        if not word or self.text[end : end + 1].isalnum():
             self.done = True
             return
-        self.words.append(_Word(word, sep, end))
         self.pos = end
+        if not self.v4:
+            if word not in VOCABULARY:
+                self.done = True
+                return
+            self.words.append(_Word(word, sep, end))
+            return
+        sep = "gap" if sep == "-" else sep  # v4: a hyphen joins any two words of a phrase
+        if word in RUN_TOGETHER:
+            tens, unit = RUN_TOGETHER[word]
+            self.words.append(_Word(tens, sep, end - len(unit)))
+            self.words.append(_Word(unit, "gap", end))
+        elif word in PLURALS:
+            self.words.append(_Word(PLURALS[word], sep, end, plural=True))
+        elif word in ALL_VOCABULARY:
+            self.words.append(_Word(word, sep, end))
+        else:
+            self.done = True
 
 
 def _is(w: _Word | None, table: dict[str, int] | set[str], sep: tuple[str, ...] = ()) -> bool:
@@ -142,13 +180,15 @@ def _group(words: _Words, i: int, first: bool) -> tuple[int, int] | None:
     w = words[i]
     if count is None and first and w is not None and w.word == "a":
         nxt = words[i + 1]
-        if not _is(nxt, {"hundred", *MAGNITUDES}, ("gap",)):
+        if not _is(nxt, {"hundred", *words.magnitudes}, ("gap",)) or nxt.plural:  # type: ignore[union-attr]
             return None
         count = (1, i + 1)
     if count is None:
+        if w is not None and w.plural:  # v4: "thousands" is read with its count only
+            return None
         if first and w is not None and w.word == "hundred":
             value, j = 100, i + 1
-        elif first and w is not None and w.word in MAGNITUDES:
+        elif first and w is not None and w.word in words.magnitudes:
             return 1, i  # G1 without its count: worth 1, the M follows
         else:
             return None
@@ -168,56 +208,150 @@ def _and_fraction(words: _Words, i: int) -> bool:
 
 
 def _second_fraction(words: _Words, i: int) -> tuple[int, int, int] | None:
-    """``and`` gap N' (gap|-) D with D > N' at word ``i``: N', D, next index."""
+    """``and`` gap N' (gap|-) D with D > N' at word ``i``: N', D, next index.
+
+    N' is ``a`` or 1-19; v4: ``a`` or any N (1-99: ``two and fifty-four hundredths``)."""
     w, n = words[i], words[i + 1]
     if w is None or w.word not in ("and", "&") or w.sep != "gap" or n is None or n.sep != "gap":
         return None
-    numerator = 1 if n.word == "a" else _UNITS_AND_TEENS.get(n.word)
-    d = words[i + 2]
-    if numerator is None or not _is(d, FRACTION_WORDS, ("gap", "-")):
+    if n.word == "a":
+        numerator: int | None = 1
+        k = i + 2
+    elif words.v4:
+        read = _n(words, i + 1)
+        numerator, k = read if read else (None, 0)
+    else:
+        numerator, k = _UNITS_AND_TEENS.get(n.word), i + 2
+    d = words[k] if numerator is not None else None
+    if numerator is None or not _is(d, words.fractions, ("gap", "-")):
         return None
-    denominator = FRACTION_WORDS[d.word]  # type: ignore[union-attr]
-    return (numerator, denominator, i + 3) if denominator > numerator else None
+    denominator = words.fractions[d.word]  # type: ignore[union-attr]
+    return (numerator, denominator, k + 1) if denominator > numerator else None
 
 
-def read_phrase(text: str, start: int, any_digits: bool = False) -> tuple[float, int] | None:
+def word_before(text: str, start: int) -> tuple[str, int]:
+    """The ASCII word ending before ``start`` after blanks (lower case; "" if none), and the
+    index of the character before the blanks (-1 at the start of the text)."""
+    i = start
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    j = i
+    while j > 0 and text[j - 1].isascii() and text[j - 1].isalpha():
+        j -= 1
+    return text[j:i].lower(), i - 1
+
+
+def _after_digit(text: str, start: int, any_digits: bool) -> bool:
+    """Whether a digit and blanks stand before ``start``."""
+    i = word_before(text, start)[1]
+    before = text[i] if i >= 0 else ""
+    return bool(before) and (before.isdecimal() if any_digits else before in "0123456789")
+
+
+def _point_tail(words: _Words, i: int, number: float, any_digits: bool) -> tuple[float, int]:
+    """v4: ``point`` at word ``i`` then its decimals (digits, or digit words: each unit or zero
+    word one digit, each other N its two digits); the number and its end, else unchanged."""
+    w = words[i]
+    end = words[i - 1].end if i > 0 else 0  # type: ignore[union-attr]
+    if w is None or w.word != "point" or w.sep not in ("gap", ""):
+        return number, end
+    found = (_DIGITS_ANY if any_digits else _DIGITS).match(words.text, w.end)
+    if found and not words.text[found.end() : found.end() + 1].isalnum():
+        return float(f"{int(number)}.{found.group(1)}"), found.end()
+    decimals: list[str] = []
+    k = i + 1
+    while (d := words[k]) is not None and d.sep == "gap":
+        if d.word in _DIGIT_WORDS:
+            decimals.append(str(_DIGIT_WORDS[d.word]))
+            k += 1
+            continue
+        read = _n(words, k)
+        if read is None:
+            break
+        decimals.append(str(read[0]))
+        k = read[1]
+    if not decimals:
+        return number, end
+    return float(f"{int(number)}.{''.join(decimals)}"), words[k - 1].end  # type: ignore[union-attr]
+
+
+_DIGITS = re.compile(r"[ \t]+([0-9]+)")
+_DIGITS_ANY = re.compile(r"[ \t]+(\d+)")
+_DIGIT_WORDS = {"zero": 0, **MORE_ZEROS, **POINT_ZEROS, **UNITS}
+
+
+def _bare_fraction(words: _Words, text: str, start: int) -> tuple[float, int] | None:
+    """v4: ``half`` (not after the, first, ...), ``half a`` M (M / 2), ``a`` D (1 / D; but
+    ``a half`` and ``a quarter``, only before ``of`` or no word)."""
+    first, nxt = words[0], words[1]
+    if first is None:
+        return None
+    if first.word == "half" and word_before(text, start)[0] not in NOT_HALF_AFTER:
+        m = words[2]
+        if _is(nxt, {"a"}, ("gap",)) and _is(m, words.magnitudes, ("gap",)) and not m.plural:  # type: ignore[union-attr]
+            return words.magnitudes[m.word] / 2, m.end  # type: ignore[union-attr]
+        return 0.5, first.end
+    if first.word == "a" and _is(nxt, words.fractions, ("gap",)) and not nxt.word.endswith("s"):  # type: ignore[union-attr]
+        end = nxt.end  # type: ignore[union-attr]
+        ordinal = nxt.word not in ("half", "quarter")  # type: ignore[union-attr]
+        if not ordinal or _OF_OR_NO_WORD.match(text, end):  # "a third of", not "a third party"
+            return 1 / words.fractions[nxt.word], end  # type: ignore[union-attr]
+    return None
+
+
+_OF_OR_NO_WORD = re.compile(r"[ \t]+[oO][fF](?![A-Za-z])|(?![ \t]*[A-Za-z])")
+
+
+def read_phrase(
+    text: str, start: int, any_digits: bool = False, v4: bool = False
+) -> tuple[float, int] | None:
     """The number phrase starting at ``start`` (a word's first letter): value and end.
+    ``v4``: with the readings of words="all" (SPEC v4 §1.2.8).
 
     >>> read_phrase("twenty-one apples", 0)
     (21.0, 10)
     >>> read_phrase("two and a half", 0), read_phrase("a dozen", 0)
     ((2.5, 14), None)
+    >>> read_phrase("two point three", 0, v4=True), read_phrase("a dozen", 0, v4=True)
+    ((2.3, 15), (12.0, 7))
     """
     if start and text[start - 1].isalnum():
         return None
-    words = _Words(text, start)
+    words = _Words(text, start, v4)
     first = words[0]
     if first is None:
         return None
-    if first.word == "zero":
-        return 0.0, first.end
-    if first.word == "hundred" or first.word in MAGNITUDES:
-        i = start  # "5 million" is 5 (SPEC §1.1's scale decides): a digit and blanks before?
-        while i > 0 and text[i - 1] in " \t":
-            i -= 1
-        before = text[i - 1] if i > 0 else ""
-        if before and (before.isdecimal() if any_digits else before in "0123456789"):
+    if first.word == "zero" or (v4 and first.word in MORE_ZEROS):
+        return _point_tail(words, 1, 0.0, any_digits) if v4 else (0.0, first.end)
+    if v4 and first.word == "point":  # "point 77": not after a letter or a digit
+        i = word_before(text, start)[1]
+        if i >= 0 and text[i].isalnum():
             return None
+        found = _point_tail(words, 0, 0.0, any_digits)
+        return None if found[1] == 0 else found
+    hundred_or_m = first.word == "hundred" or first.word in words.magnitudes
+    if hundred_or_m and _after_digit(text, start, any_digits):
+        return None  # "5 million" is 5 (§1.1's scale decides)
+    if v4 and (bare := _bare_fraction(words, text, start)) is not None:
+        return bare
     total, last_m, i = 0, None, 0
+    magnitudes = words.magnitudes
     while True:
         group = _group(words, i, first=i == 0)
         if group is None:
             break
         value, j = group
         m = words[j]
-        if _is(m, MAGNITUDES, ("gap", "")) and (last_m is None or MAGNITUDES[m.word] < last_m):  # type: ignore[union-attr]
-            last_m = MAGNITUDES[m.word]  # type: ignore[union-attr]
+        if _is(m, magnitudes, ("gap", "")) and (last_m is None or magnitudes[m.word] < last_m):  # type: ignore[union-attr]
+            if m.plural and j == i:  # type: ignore[union-attr]
+                break  # v4: a plural multiplier needs its count
+            last_m = magnitudes[m.word]  # type: ignore[union-attr]
             total, i = total + value * last_m, j + 1
             nxt = words[i]
             if nxt is not None and nxt.sep == ",":  # ", N" only: then read as a gap
                 if _n(words, i, (",",)) is None:
                     break
-                words.words[i] = _Word(nxt.word, "gap", nxt.end)
+                words.words[i] = _Word(nxt.word, "gap", nxt.end, nxt.plural)
             if nxt is not None and nxt.word in ("and", "&") and _and_n(words, i):
                 i += 1  # "and" before the next group's N
             continue
@@ -232,6 +366,42 @@ def read_phrase(text: str, start: int, any_digits: bool = False) -> tuple[float,
         numerator, denominator, k = second
         return number + numerator / denominator, words[k - 1].end  # type: ignore[union-attr]
     d = words[i]
-    if _is(d, FRACTION_WORDS, ("gap", "-")):
-        return number / FRACTION_WORDS[d.word], d.end  # type: ignore[union-attr]
+    if _is(d, words.fractions, ("gap", "-")) and not (v4 and _ordinal(words, i)):
+        return number / words.fractions[d.word], d.end  # type: ignore[union-attr]
+    if v4:
+        return _point_tail(words, i, number, any_digits)
     return number, end
+
+
+def _ordinal(words: _Words, i: int) -> bool:
+    """v4: a singular fraction word (but half, quarter) right after a tens word is an ordinal
+    (``twenty-third`` is 20, as ``twenty-first``)."""
+    d, before = words[i], words[i - 1]
+    return (
+        d is not None
+        and before is not None
+        and before.word in TENS
+        and d.word in words.fractions
+        and not d.word.endswith("s")
+        and d.word not in ("half", "quarter")
+    )
+
+
+# --- v4: the column reader's route test (RE2), from the tables above --------------------
+
+
+def route_words(v4: bool) -> str:
+    """The words that start a phrase or sign a token (a superset, for ``(?i)``), as an
+    alternation; v4 adds ``a`` D, run-together tens and the words read only then."""
+    words = list(FIRST_WORDS)
+    if not v4:
+        return "|".join(words)
+    words += [*MORE_ZEROS, *MULTIPLIERS, "half", "point", *SIGN_WORDS]
+    singular = [w for w in ALL_FRACTION_WORDS if not w.endswith("s")]
+    return "|".join(
+        [
+            *words,
+            rf"a[ \t]+(?:{'|'.join(singular)})",
+            f"(?:{'|'.join(TENS)})(?:{'|'.join(UNITS)})",
+        ]
+    )
