@@ -220,7 +220,7 @@ class Options:
     0.9
     >>> options = Options(preset="answers", pick="last")
     >>> options.pick, options.words, options.threshold
-    ('last', 'en', 0.99)
+    ('last', 'all', 0.99)
     >>> Options(scale="si")
     Traceback (most recent call last):
     ...

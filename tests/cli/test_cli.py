@@ -319,7 +319,7 @@ def test_a_preset_and_the_options_given_reach_the_job(tracking_uri: str, tmp_pat
     params = MlflowClient().get_run(run_id).data.params
     recorded = {k.rsplit("/", 1)[-1]: v for k, v in params.items()}  # with or without a prefix
     assert recorded["preset"] == "answers" and recorded["pick"] == "answer"
-    assert recorded["fractions"] == "false" and recorded["words"] == "en"
+    assert recorded["fractions"] == "false" and recorded["words"] == PRESETS["answers"]["words"]
     summary = (tmp_path / "res" / "summary.md").read_text()
     assert "preset" in summary and "answers" in summary
 

@@ -431,7 +431,7 @@ def test_parallel_jobs_on_a_brand_new_sqlite_store(tmp_path: Path) -> None:
             assert err == "", err
             logged += 1
         else:
-            one_line_error(done, 3, f"the complete results are in {str(tmp_path / f'r{i}')!r}")
+            one_line_error(done, 3, f"the complete results are in {f'r{i}/results.parquet'!r}")
         assert (tmp_path / f"r{i}" / "results.parquet").is_file()
     from mlflow import MlflowClient
 
