@@ -30,10 +30,11 @@ from numdiff_component.reading.buffers import (
     _spans_holding,
     _strings,
 )
-from numdiff_component.reading.column import _as_arrow, parse_column, route
+from numdiff_component.reading.column import as_arrow, parse_column
 from numdiff_component.reading.grammar import CURRENCY, separators
 from numdiff_component.reading.marks import any_marker_regex, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
+from numdiff_component.reading.routes import route
 from numdiff_component.reading.signs import _signed_values
 from numdiff_component.reading.tiers import _from_first_digit, _to_float
 from numdiff_component.reading.units import unit_in, unit_name, unit_run
@@ -150,7 +151,7 @@ def _read_simple(
 def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
     """Each row's number (`parse_column`) and unit (SPEC §1.3); equal, row for row, to
     `quantity_text`. Rows with no number have no unit."""
-    array = _as_arrow(values)
+    array = as_arrow(values)
     if array is None or not (
         pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
     ):

@@ -6,7 +6,7 @@ anchored pattern for the token at the first digit, on the text cut there by a tr
 `grammar`'s pieces, the ones the one-value reader uses. RE2 has no look-around; where a rule
 needs one, the docstring says what replaces it and why that is exact. The sign before a token
 is read by `signs`. Rows whose reading depends on §1.2's readings never reach these tiers
-(`column.route`).
+(`routes.route`).
 """
 
 from __future__ import annotations
