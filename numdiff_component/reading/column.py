@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _mask, _may_hold
+from numdiff_component.reading.buffers import as_mask, may_hold
 from numdiff_component.reading.grammar import LATEX_COMMAS
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.routes import matching, route, text_route_regex, tier_options
@@ -66,14 +66,14 @@ def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray
     routed = text_route_regex(text, opts)
     if _classic(base) or not routed:
         return matching(text, routed), None
-    if not _may_hold(text, _special_bytes(base)):  # each match of the test holds one of them
+    if not may_hold(text, _special_bytes(base)):  # each match of the test holds one of them
         return matching(text, routed), np.zeros(len(text), bool)
-    either = _mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
+    either = as_mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
     plain, special = np.zeros(len(text), bool), np.zeros(len(text), bool)
     if either.any():
         some = text.filter(either)
-        plain[either] = _mask(pc.match_substring_regex(some, routed))
-        special[either] = _mask(pc.match_substring_regex(some, _special_regex(base)))
+        plain[either] = as_mask(pc.match_substring_regex(some, routed))
+        special[either] = as_mask(pc.match_substring_regex(some, _special_regex(base)))
     return plain, special
 
 
@@ -87,7 +87,7 @@ def _tiers(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> 
         return _parse_general(text, opts, special)
     out, rest = _parse_lead(text, opts)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
-        marked = rest & _mask(pc.match_substring(text, _MARK))
+        marked = rest & as_mask(pc.match_substring(text, _MARK))
         for i in np.flatnonzero(marked):
             value = parse_text(text[i].as_py(), opts)
             out[i] = np.nan if value is None else value
@@ -249,18 +249,18 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
         return np.zeros(len(text), bool)
     plain = route(text, full, counting=True)
-    if opts.thousands == "any" and _may_hold(text, b"{\\"):
+    if opts.thousands == "any" and may_hold(text, b"{\\"):
         for latex in LATEX_COMMAS:
             text = pc.replace_substring(text, latex, ",")
     # At most one digit run: at most one token. The others are counted by the scan, except the
     # rows it may cut differently (`_hard_regex`, or holding `_MARK`): those one by one.
-    rest = ~_mask(pc.match_substring_regex(text, "^[^0-9]*(?:[0-9]+[^0-9]*)?$")) & ~plain
+    rest = ~as_mask(pc.match_substring_regex(text, "^[^0-9]*(?:[0-9]+[^0-9]*)?$")) & ~plain
     out = np.zeros(len(text), bool)
     if plain.any():
         count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
         out[plain] = count > 0
     hard_regex = "|".join(filter(None, [_hard_regex(opts), _MARK]))
-    hard = rest & _mask(pc.match_substring_regex(text, hard_regex))
+    hard = rest & as_mask(pc.match_substring_regex(text, hard_regex))
     rest &= ~hard
     if rest.any():
         marked = pc.replace_substring_regex(text.filter(rest), _re2_scan(opts), _MARK)

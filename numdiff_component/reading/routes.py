@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.amounts import route_after_digits
-from numdiff_component.reading.buffers import _mask
+from numdiff_component.reading.buffers import as_mask
 from numdiff_component.reading.fractions import FRAC, SLASH, VULGAR
 from numdiff_component.reading.grammar import (
     BLANK,
@@ -176,4 +176,4 @@ def matching(text: pa.Array, pattern: str) -> np.ndarray:
     """The rows matching ``pattern``; none for ""."""
     if not pattern:
         return np.zeros(len(text), bool)
-    return _mask(pc.match_substring_regex(text, pattern))
+    return as_mask(pc.match_substring_regex(text, pattern))
