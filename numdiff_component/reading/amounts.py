@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from numdiff_component.reading.grammar import any_case
 from numdiff_component.reading.marks import SCALE_WORDS
-from numdiff_component.reading.words import (
+from numdiff_component.reading.number_words import (
     ALL_MAGNITUDES,
     ALL_VOCABULARY,
     MAGNITUDES,
@@ -21,8 +21,8 @@ from numdiff_component.reading.words import (
     MULTIPLIERS,
     PLURALS,
     SIGN_WORDS,
-    word_before,
 )
+from numdiff_component.reading.words import word_before
 
 WholeAt = Callable[[int], "tuple[float, int] | None"]
 

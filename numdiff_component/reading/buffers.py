@@ -24,7 +24,7 @@ def _bytes(strings: pa.Array) -> Spans:
     return offsets[:-1], offsets[1:], data
 
 
-def _mask(condition: pa.Array) -> np.ndarray:
+def as_mask(condition: pa.Array) -> np.ndarray:
     """An Arrow boolean array as a numpy mask, null as false."""
     return np.asarray(condition.fill_null(False), dtype=bool)
 
@@ -93,7 +93,7 @@ def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array
     return pa.Array.from_buffers(pa.large_string(), len(lengths), buffers)
 
 
-def _may_hold(strings: pa.Array, chars: bytes) -> bool:
+def may_hold(strings: pa.Array, chars: bytes) -> bool:
     """Whether the text buffer holds one of the bytes (a cheap test before a regex pass)."""
     data = strings.buffers()[2]
     if data is None:

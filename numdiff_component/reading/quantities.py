@@ -25,15 +25,16 @@ from numdiff_component.reading.buffers import (
     _byte_lengths,
     _bytes,
     _last_byte,
-    _mask,
-    _may_hold,
     _spans_holding,
     _strings,
+    as_mask,
+    may_hold,
 )
-from numdiff_component.reading.column import _as_arrow, parse_column, route
+from numdiff_component.reading.column import as_arrow, parse_column
 from numdiff_component.reading.grammar import CURRENCY, separators
 from numdiff_component.reading.marks import any_marker_regex, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
+from numdiff_component.reading.routes import route
 from numdiff_component.reading.signs import _signed_values
 from numdiff_component.reading.tiers import _from_first_digit, _to_float
 from numdiff_component.reading.units import unit_in, unit_name, unit_run
@@ -66,14 +67,14 @@ def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Ar
     every row's text before its first digit."""
     tail, cut = _from_first_digit(array)
     pattern = _tail_regex(opts.decimal_comma, opts.pick == "first")
-    simple = _mask(pc.match_substring_regex(tail, pattern)) & ~route(array, opts)
+    simple = as_mask(pc.match_substring_regex(tail, pattern)) & ~route(array, opts)
     # Before the first digit: a backslash or a brace (\frac, LaTeX's {,}), or a mark right
     # before it (".5"), read on the bytes of the text before it.
     starts, ends, data = _bytes(array)
     head = (starts, starts + cut, data)
     simple &= ~np.isin(_last_byte(head), list(b".,"))
     for byte in b"\\{}":
-        if simple.any() and _may_hold(array, bytes([byte])):
+        if simple.any() and may_hold(array, bytes([byte])):
             simple &= ~_spans_holding(head, byte)
     tok = pc.struct_field(
         pc.extract_regex(tail.filter(simple), _token_regex(opts.decimal_comma)), "tok"
@@ -81,7 +82,7 @@ def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Ar
     after = starts[simple] + cut[simple] + _byte_lengths(tok)
     rest = _strings(data, after, ends[simple])
     if opts.pick == "answer" and len(rest):  # a marker after the token: its span is read
-        marked = _mask(pc.match_substring_regex(rest, any_marker_regex(opts)))
+        marked = as_mask(pc.match_substring_regex(rest, any_marker_regex(opts)))
         if marked.any():
             simple[np.flatnonzero(simple)[marked]] = False
             tok, rest = tok.filter(~marked), rest.filter(~marked)
@@ -132,7 +133,7 @@ def _read_simple(
     index, reads = _distinct(rest, lambda text: after_token(text, opts))
     factor, percent, units = (list(column) for column in zip(*reads, strict=True))
     group = separators(opts.decimal_comma)[0]
-    values = _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, group)))
+    values = _to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, group)))
     if opts.scale == "words":
         values *= np.array(factor)[index]
     values[np.array(percent, bool)[index]] /= 100
@@ -141,7 +142,7 @@ def _read_simple(
     values[~np.isfinite(values)] = np.nan
     codes = index + len(CURRENCY)  # a currency symbol is the unit where no unit follows
     bare = np.array([unit is None for unit in units], bool)[index]
-    if bare.any() and _may_hold(array, "".join(CURRENCY).encode()):
+    if bare.any() and may_hold(array, "".join(CURRENCY).encode()):
         symbol = _currencies(array.filter(simple).filter(bare))
         codes[np.flatnonzero(bare)[symbol >= 0]] = symbol[symbol >= 0]
     return values, codes, [*CURRENCY, *units]
@@ -150,7 +151,7 @@ def _read_simple(
 def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
     """Each row's number (`parse_column`) and unit (SPEC §1.3); equal, row for row, to
     `quantity_text`. Rows with no number have no unit."""
-    array = _as_arrow(values)
+    array = as_arrow(values)
     if array is None or not (
         pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
     ):
@@ -168,7 +169,7 @@ def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
         numbers[simple], codes[simple], table = _read_simple(
             array, simple, tok, rest, head, options
         )
-    other = ~simple & _mask(array.is_valid())
+    other = ~simple & as_mask(array.is_valid())
     if other.any():
         strings = array if other.all() else array.filter(other)
         numbers[other] = parse_column(strings, options)

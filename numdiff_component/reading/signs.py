@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from numdiff_component.reading.buffers import Spans, _byte_table, _last_byte, _mask, _strings
+from numdiff_component.reading.buffers import Spans, _byte_table, _last_byte, _strings, as_mask
 from numdiff_component.reading.grammar import CURRENCY, MINUS
 
 
@@ -22,7 +22,7 @@ def _alnum_mask(chars: pa.Array) -> np.ndarray:
     """``str.isalnum`` of each one-character string, computed once per distinct character."""
     distinct = pc.unique(chars).to_pylist()
     alnum = pa.array([c for c in distinct if c is not None and c.isalnum()], pa.string())
-    return _mask(pc.is_in(chars, value_set=alnum))
+    return as_mask(pc.is_in(chars, value_set=alnum))
 
 
 def _signed_values(head: Spans, values: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
@@ -72,7 +72,7 @@ _ASCII_ALNUM = _byte_table((string.digits + string.ascii_letters).encode())
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
     """Heads ending with a minus that is a sign (at the start or after a non-alnum)."""
-    minus = np.logical_or.reduce([_mask(pc.ends_with(head, m)) for m in MINUS])
+    minus = np.logical_or.reduce([as_mask(pc.ends_with(head, m)) for m in MINUS])
     at_start = np.asarray(pc.utf8_length(head)) == 1
     before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
     return minus & (at_start | ~before)

@@ -6,7 +6,7 @@ anchored pattern for the token at the first digit, on the text cut there by a tr
 `grammar`'s pieces, the ones the one-value reader uses. RE2 has no look-around; where a rule
 needs one, the docstring says what replaces it and why that is exact. The sign before a token
 is read by `signs`. Rows whose reading depends on §1.2's readings never reach these tiers
-(`column.route`).
+(`routes.route`).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from numdiff_component.reading.buffers import (
     _bytes,
     _holding,
     _last_byte,
-    _mask,
-    _may_hold,
     _scale_word_at,
     _spans_holding,
     _top_byte,
+    as_mask,
+    may_hold,
 )
 from numdiff_component.reading.fractions import SLASH
 from numdiff_component.reading.grammar import (
@@ -274,7 +274,7 @@ def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
         parts = parts.filter(found)
         head, tok, pct = parts.field("pre"), parts.field("tok"), parts.field("pct")
     out = np.full(len(text), np.nan)
-    grouped = _mask(pc.match_substring(tok, separators(opts.decimal_comma)[0]))
+    grouped = as_mask(pc.match_substring(tok, separators(opts.decimal_comma)[0]))
     values = _to_float(tok, opts.decimal_comma, grouped)
     if opts.percent == "fraction":
         _per_cent(values, pct)
@@ -332,15 +332,15 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     grouped = _holding(tok, ord(group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
-        clean = _mask(pc.match_substring_regex(tok.filter(grouped), pattern))
+        clean = as_mask(pc.match_substring_regex(tok.filter(grouped), pattern))
         found[np.flatnonzero(grouped)[~clean]] = False
     if opts.pick == "last":
-        found &= _mask(pc.match_substring_regex(rest, _single_token_regex(opts)))
+        found &= as_mask(pc.match_substring_regex(rest, _single_token_regex(opts)))
     if _looks_after(opts):
         right, later, unknown, where = _after_token(text, cut, tok, matched)
         found[unknown] = False
         found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
-        if opts.fractions and _may_hold(text, b"\\"):  # a \frac before the first digit
+        if opts.fractions and may_hold(text, b"\\"):  # a \frac before the first digit
             found &= ~_spans_holding(head, ord("\\"))
         scale_bytes = _scale_bytes(opts)
         scaled = scale_bytes[0][right] | scale_bytes[0][later]
@@ -354,7 +354,7 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
             found[maybe] = ~_scale_word_at(text, where[maybe], *scale_bytes[1:])
         elif maybe.any():
             word = rf"[0-9.,]{BLANKS}(?:{scale_regex(opts)})"
-            found[maybe] = ~_mask(pc.match_substring_regex(text.filter(maybe), word))
+            found[maybe] = ~as_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
     values = _to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
@@ -370,9 +370,9 @@ def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Arra
 def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
     seps = group_separators(opts)
     if len(seps) == 1:
-        return _to_float(tok, opts.decimal_comma, _mask(pc.match_substring(tok, seps[0])))
+        return _to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, seps[0])))
     pattern = "|".join(literal(sep) for sep in sorted(seps, key=len, reverse=True))
-    grouped = _mask(pc.match_substring_regex(tok, pattern))
+    grouped = as_mask(pc.match_substring_regex(tok, pattern))
     if grouped.any():
         tok = _replace_rows(
             tok, grouped, pc.replace_substring_regex(tok.filter(grouped), pattern, "")

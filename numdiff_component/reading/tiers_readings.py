@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _bytes, _first_bytes, _mask, _may_hold
+from numdiff_component.reading.buffers import _bytes, _first_bytes, as_mask, may_hold
 from numdiff_component.reading.fractions import FRAC, FRAC_COMMANDS, SLASH, frac_regex
 from numdiff_component.reading.grammar import (
     BLANK,
@@ -147,10 +147,10 @@ def _reverse(strings: pa.Array) -> pa.Array:
     An ASCII string reversed byte by byte is the same; only the others go through
     ``utf8_reverse`` (several times slower per byte).
     """
-    ascii_rows = _mask(pc.string_is_ascii(strings))
+    ascii_rows = as_mask(pc.string_is_ascii(strings))
     out = pc.binary_reverse(_binary(strings)).view(strings.type)
     if not ascii_rows.all():
-        other = ~ascii_rows & _mask(strings.is_valid())
+        other = ~ascii_rows & as_mask(strings.is_valid())
         out = _replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
     return out
 
@@ -181,15 +181,15 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
     cut (empty and ``ans`` or ``r`` not): there the cut, not the text, ended the match.
     """
     starts, ends, _ = _bytes(text)
-    long = (ends - starts > _TAIL) & _mask(text.is_valid())
+    long = (ends - starts > _TAIL) & as_mask(text.is_valid())
     tail = _tail(text) if long.any() else text
     parts = pc.extract_regex(_reverse(tail), pattern)
     fields = [pc.struct_field(parts, name) for name in names]
     if long.any():
         ctx = pc.struct_field(parts, "ctx")
         word = pc.struct_field(parts, "ans" if "ans" in names else "r")
-        at_cut = _mask(pc.equal(ctx, "")) & _mask(pc.greater(pc.utf8_length(word), 0))
-        again = long & (~_mask(parts.is_valid()) | at_cut)
+        at_cut = as_mask(pc.equal(ctx, "")) & as_mask(pc.greater(pc.utf8_length(word), 0))
+        again = long & (~as_mask(parts.is_valid()) | at_cut)
         if again.any():
             more = pc.extract_regex(_reverse(text.filter(again)), pattern)
             fields = [
@@ -211,7 +211,7 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
     parts = pc.extract_regex(text, _read_regex(opts, leading=head is not None))
     tok, nx = pc.struct_field(parts, "tok"), pc.struct_field(parts, "nx")
     # A grouped token right before a digit (RE2 took one group too many): drop that group.
-    short = _mask(pc.match_substring_regex(nx, "^[0-9]")) & ~_mask(pc.ends_with(tok, "}"))
+    short = as_mask(pc.match_substring_regex(nx, "^[0-9]")) & ~as_mask(pc.ends_with(tok, "}"))
     for name in ("scale", "pct"):  # nx is then after the word or the %, not after the token
         after = _field(parts, name)
         if after is not None:
@@ -267,7 +267,7 @@ def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of the last token of each string (no nulls, no `_MARK`); NaN where none."""
     marked = pc.replace_substring_regex(text, _re2_scan(opts), _MARK + r"\0")
     split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
-    found = _mask(split.is_valid())
+    found = as_mask(split.is_valid())
     split = split.filter(found)
     head = pc.replace_substring(split.field("head"), _MARK, "")
     out = np.full(len(text), np.nan)
@@ -287,7 +287,7 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
     if rest.any():
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
-        found = _mask(around.is_valid())
+        found = as_mask(around.is_valid())
         around, index = _reverse(around.filter(found)), index[found]
         values, again = _parse_lead(around, last)
         out[index] = values
@@ -313,14 +313,14 @@ def _answer_spans(text: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, 
     """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
     names = ("r", "c", "box", "ans")
     r, c, box = _reversed_search(text, reversed_answer_regex(opts), names)[:3]
-    marked = _mask(r.is_valid())
+    marked = as_mask(r.is_valid())
     r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
     span = _reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
     box = np.asarray(pc.utf8_length(box)) > 0
     deep = np.zeros(len(span), bool)
     if box.any():
         inside = pc.extract_regex(span.filter(box), BOX_REGEX)
-        deep[box] = ~_mask(inside.is_valid())
+        deep[box] = ~as_mask(inside.is_valid())
         span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
     return marked, span, deep
 
@@ -357,12 +357,12 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
     """
     original = text
     out = np.full(len(text), np.nan)
-    rows = _mask(text.is_valid())
+    rows = as_mask(text.is_valid())
     hard = np.zeros(len(text), bool)
     if special is None:
         special = np.zeros(len(text), bool)
-        if _may_hold(text, _special_bytes(opts)):
-            special = _mask(pc.match_substring_regex(text, _special_regex(opts)))
+        if may_hold(text, _special_bytes(opts)):
+            special = as_mask(pc.match_substring_regex(text, _special_regex(opts)))
     if special.any():  # one cheap pass; the rest only on the few rows that need it
         some = text.filter(special)
         if opts.thousands == "any":
@@ -372,7 +372,7 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
         mark = _MARK if opts.pick != "first" else None  # the scan's own marker
         hard_regex = "|".join(filter(None, [_hard_regex(opts), mark]))
         if hard_regex:
-            hard[special] = _mask(pc.match_substring_regex(some, hard_regex))
+            hard[special] = as_mask(pc.match_substring_regex(some, hard_regex))
     rows &= ~hard
     if rows.sum() * 2 > len(text):  # most rows: the others hidden as nulls (no copy)
         index = np.arange(len(text))
@@ -385,7 +385,7 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
     else:
         marked = np.zeros(len(index), bool)
         if opts.pick == "answer":
-            marked = _mask(pc.match_substring_regex(strings, any_marker_regex(opts)))
+            marked = as_mask(pc.match_substring_regex(strings, any_marker_regex(opts)))
             if marked.any():
                 has, span, deep = _answer_spans(strings.filter(marked), opts)
                 found = index[marked][has]

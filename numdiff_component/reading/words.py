@@ -1,4 +1,5 @@
-"""SPEC §1.2.1: English number phrases (``words="en"``), a small grammar of our own.
+"""SPEC §1.2.1: English number phrases (``words="en"``), a small grammar of our own over the
+tables of `number_words`.
 
 A phrase is read word by word from its first word, each word matched where the previous one
 ended, so reading is linear in the phrase's length (plus a few words of look-ahead); the
@@ -20,72 +21,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNITS = dict(
-    zip(
-        ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"],
-        range(1, 10),
-        strict=True,
-    )
+from numdiff_component.reading.number_words import (
+    ALL_FRACTION_WORDS,
+    ALL_MAGNITUDES,
+    ALL_VOCABULARY,
+    FRACTION_WORDS,
+    MAGNITUDES,
+    MORE_ZEROS,
+    NOT_HALF_AFTER,
+    PLURALS,
+    POINT_ZEROS,
+    RUN_TOGETHER,
+    TEENS,
+    TENS,
+    UNITS,
+    VOCABULARY,
 )
-TEENS = dict(
-    zip(
-        [
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ],
-        range(10, 20),
-        strict=True,
-    )
-)
-TENS = dict(
-    zip(
-        ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"],
-        range(20, 100, 10),
-        strict=True,
-    )
-)
-MAGNITUDES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
-FRACTION_WORDS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fourth": 4}
-for _name, _d in zip(
-    ["fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "hundredth", "thousandth"],
-    (5, 6, 7, 8, 9, 10, 100, 1000),
-    strict=True,
-):
-    FRACTION_WORDS[_name] = _d
-
-# v4 (words="all"): the words read only then.
-MORE_ZEROS = {"nought": 0, "naught": 0, "nil": 0}  # as "zero"
-MULTIPLIERS = {"dozen": 12, "lakh": 10**5, "crore": 10**7}
-TINY_FRACTIONS = {"millionth": 10**6, "billionth": 10**9, "trillionth": 10**12}
-POINT_ZEROS = {"oh": 0}  # a decimal digit only after "point"
-SIGN_WORDS = ("minus", "negative")
-MAIN_UNITS = ("dollar", "euro", "pound")  # composite amounts: main unit, then 1/100 of it
-MINOR_UNITS = ("cent", "penny", "pence")
-NOT_HALF_AFTER = ("the", "first", "second", "other", "last", "latter")  # "the second half"
-
-for _table in (FRACTION_WORDS, TINY_FRACTIONS):
-    for _name, _d in list(_table.items()):
-        if not _name.startswith("hal"):
-            _table[_name + "s"] = _d
-VOCABULARY = {"zero", "hundred", "a", "and", "&", *UNITS, *TEENS, *TENS, *MAGNITUDES}
-VOCABULARY |= set(FRACTION_WORDS)
-# The words a phrase can start with ("a" needs "hundred" or an M after it).
-FIRST_WORDS = ["zero", "hundred", *UNITS, *TEENS, *TENS, *MAGNITUDES]
-# v4: plural multipliers (read with a count only), run-together tens and units ("twentyone").
-PLURALS = {w + "s": w for w in ["hundred", *MAGNITUDES, *MULTIPLIERS]}
-RUN_TOGETHER = {t + u: (t, u) for t in TENS for u in UNITS}
-ALL_MAGNITUDES = MAGNITUDES | MULTIPLIERS
-ALL_FRACTION_WORDS = FRACTION_WORDS | TINY_FRACTIONS
-ALL_VOCABULARY = VOCABULARY | set(MORE_ZEROS) | set(MULTIPLIERS) | set(TINY_FRACTIONS)
-ALL_VOCABULARY |= {"point", *POINT_ZEROS}
 
 _WORD = re.compile(r"[A-Za-z&]+")
 _NEXT_WORD = re.compile(r"(?P<sep>[ \t]+|-|,[ \t]+)(?P<word>[A-Za-z&]+)")
@@ -384,24 +335,4 @@ def _ordinal(words: _Words, i: int) -> bool:
         and d.word in words.fractions
         and not d.word.endswith("s")
         and d.word not in ("half", "quarter")
-    )
-
-
-# --- v4: the column reader's route test (RE2), from the tables above --------------------
-
-
-def route_words(v4: bool) -> str:
-    """The words that start a phrase or sign a token (a superset, for ``(?i)``), as an
-    alternation; v4 adds ``a`` D, run-together tens and the words read only then."""
-    words = list(FIRST_WORDS)
-    if not v4:
-        return "|".join(words)
-    words += [*MORE_ZEROS, *MULTIPLIERS, "half", "point", *SIGN_WORDS]
-    singular = [w for w in ALL_FRACTION_WORDS if not w.endswith("s")]
-    return "|".join(
-        [
-            *words,
-            rf"a[ \t]+(?:{'|'.join(singular)})",
-            f"(?:{'|'.join(TENS)})(?:{'|'.join(UNITS)})",
-        ]
     )

@@ -332,8 +332,8 @@ EDITS = [
     ("marks.py", "ANSWER_WORDS = (", '"result", '),
     ("grammar.py", "EXTRA_SEPARATORS = (", '"\\u066c", '),
     ("grammar.py", 'CURRENCY = "', "\\u20a9"),
-    ("words.py", "FRACTION_WORDS = {", '"sixteenth": 16, '),
-    ("words.py", "MAGNITUDES = {", '"myriad": 10**4, '),
+    ("number_words.py", "FRACTION_WORDS = {", '"sixteenth": 16, '),
+    ("number_words.py", "MAGNITUDES = {", '"myriad": 10**4, '),
 ]
 CHECK = """
     import itertools, sys

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from numdiff_component import parse_column, parse_number
 from numdiff_component.options import PRESETS, Options
-from numdiff_component.reading import amounts, words
+from numdiff_component.reading import amounts, number_words
 from numdiff_component.reading.grammar import EXTRA_SEPARATORS
 from numdiff_component.reading.marks import SCALE_LETTERS, SCALE_WORDS
 
@@ -154,21 +154,21 @@ def test_spec_v4_examples(value: str, options: dict, expected: float | None) -> 
 # --- the column reader against the one-value reader, on pieces drawn from the tables --------
 
 _TABLE_WORDS = [
-    *words.UNITS,
-    *words.TEENS,
-    *words.TENS,
-    *words.MAGNITUDES,
-    *words.FRACTION_WORDS,
-    *words.MORE_ZEROS,
-    *words.MULTIPLIERS,
-    *words.TINY_FRACTIONS,
-    *words.POINT_ZEROS,
-    *words.PLURALS,
-    *words.RUN_TOGETHER,
-    *words.SIGN_WORDS,
-    *words.MAIN_UNITS,
-    *words.MINOR_UNITS,
-    *words.NOT_HALF_AFTER,
+    *number_words.UNITS,
+    *number_words.TEENS,
+    *number_words.TENS,
+    *number_words.MAGNITUDES,
+    *number_words.FRACTION_WORDS,
+    *number_words.MORE_ZEROS,
+    *number_words.MULTIPLIERS,
+    *number_words.TINY_FRACTIONS,
+    *number_words.POINT_ZEROS,
+    *number_words.PLURALS,
+    *number_words.RUN_TOGETHER,
+    *number_words.SIGN_WORDS,
+    *number_words.MAIN_UNITS,
+    *number_words.MINOR_UNITS,
+    *number_words.NOT_HALF_AFTER,
     *SCALE_LETTERS,
     *SCALE_WORDS,
     "zero",
@@ -236,12 +236,18 @@ def test_several_numbers_equals_the_one_value_count_on_v4_texts(values, opts) ->
 
 def test_route_tests_name_every_word_of_the_tables() -> None:
     # The route test is derived from the tables: each word that starts a phrase or a tail is in it.
-    from numdiff_component.reading.column import route_regex
+    from numdiff_component.reading.routes import route_regex
 
     pattern = route_regex(Options(words="all"))
-    for word in [*words.MORE_ZEROS, *words.MULTIPLIERS, *words.SIGN_WORDS, "point", "half"]:
+    for word in [
+        *number_words.MORE_ZEROS,
+        *number_words.MULTIPLIERS,
+        *number_words.SIGN_WORDS,
+        "point",
+        "half",
+    ]:
         assert f"|{word}|" in pattern or f"|{word})" in pattern, word
-    for word in [*words.PLURALS, *words.MAIN_UNITS]:
+    for word in [*number_words.PLURALS, *number_words.MAIN_UNITS]:
         assert word in amounts.route_after_digits(), word
 
 
