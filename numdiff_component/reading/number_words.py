@@ -61,6 +61,9 @@ for _table in (FRACTION_WORDS, TINY_FRACTIONS):
     for _name, _d in list(_table.items()):
         if not _name.startswith("hal"):
             _table[_name + "s"] = _d
+WORD_CHARS = "A-Za-z&"
+"""SPEC §1.2.1: a word is a run of ASCII letters (any case) or ``&``: a class body that `re`
+and RE2 read alike."""
 VOCABULARY = {"zero", "hundred", "a", "and", "&", *UNITS, *TEENS, *TENS, *MAGNITUDES}
 VOCABULARY |= set(FRACTION_WORDS)
 # The words a phrase can start with ("a" needs "hundred" or an M after it).

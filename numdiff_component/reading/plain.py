@@ -35,6 +35,7 @@ from numdiff_component.reading.grammar import (
     separators,
 )
 from numdiff_component.reading.marks import answer_span, percent_after, scale_after
+from numdiff_component.reading.number_words import WORD_CHARS
 from numdiff_component.reading.parens import enclosed
 from numdiff_component.reading.prices import price_tail
 from numdiff_component.reading.units import unit_after
@@ -67,7 +68,7 @@ def _starts(
     if fractions_ == "all":
         starts.append(f"[{fractions.VULGAR}]")
     if words:
-        starts.append(r"(?<![A-Za-z&])[A-Za-z&]")
+        starts.append(rf"(?<![{WORD_CHARS}])[{WORD_CHARS}]")
     return re.compile("|".join(starts))
 
 

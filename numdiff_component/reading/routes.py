@@ -33,7 +33,7 @@ from numdiff_component.reading.grammar import (
     literal,
     separators,
 )
-from numdiff_component.reading.number_words import route_words
+from numdiff_component.reading.number_words import WORD_CHARS, route_words
 from numdiff_component.reading.parens import OPEN
 from numdiff_component.reading.prices import CENTS_AFTER, MARK_GAP
 from numdiff_component.reading.ranges import BETWEEN, DASH, EN_DASH, NOT_UNIT, TO
@@ -88,8 +88,8 @@ ROUTES: dict[str, Callable[[Options], str | None]] = {
     # v4 (words="all"): also the sign words before a token and `amounts.tail`'s first words
     # after a digit (`route_words`, `route_after_digits`).
     "words": lambda o: (
-        rf"(?i){'^[^0-9]*?' if o.pick == 'first' else ''}(?:^|[^a-z&])"
-        rf"(?:{route_words(o.words == 'all')})(?:[^a-z&]|$)"
+        rf"(?i){'^[^0-9]*?' if o.pick == 'first' else ''}(?:^|[^{WORD_CHARS}])"
+        rf"(?:{route_words(o.words == 'all')})(?:[^{WORD_CHARS}]|$)"
         + (f"|(?i){route_after_digits()}" if o.words == "all" else "")
         if o.words != "none"
         else None

@@ -36,10 +36,11 @@ from numdiff_component.reading.number_words import (
     TENS,
     UNITS,
     VOCABULARY,
+    WORD_CHARS,
 )
 
-_WORD = re.compile(r"[A-Za-z&]+")
-_NEXT_WORD = re.compile(r"(?P<sep>[ \t]+|-|,[ \t]+)(?P<word>[A-Za-z&]+)")
+_WORD = re.compile(rf"[{WORD_CHARS}]+")
+_NEXT_WORD = re.compile(rf"(?P<sep>[ \t]+|-|,[ \t]+)(?P<word>[{WORD_CHARS}]+)")
 _UNITS_AND_TEENS = UNITS | TEENS
 
 
