@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +22,7 @@ import pytest
 
 from numdiff_component.report.render import markdown
 from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.servers import serve_on_loopback
 
 GUARD = 90  # seconds: a hang guard for each process, never a measure of speed
 
@@ -137,15 +138,8 @@ def _trickling_server(head: bool) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/t.csv"
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
+    with serve_on_loopback(Trickle, stop) as url:
+        yield f"{url}/t.csv"
 
 
 @pytest.mark.parametrize(
