@@ -310,7 +310,16 @@ def test_no_import_goes_round_in_a_circle() -> None:
 def test_the_rule_reader() -> None:
     """The map is read as written: the core's modules, folders as groups, the job may name
     engines, an import of a package's module counts as that module."""
-    core = {"errors", "options", "reading", "unit_scoring", "scoring", "aggregate", "hints"}
+    core = {
+        "errors",
+        "options",
+        "reading",
+        "unit_scoring",
+        "scoring",
+        "aggregate",
+        "hints",
+        "intervals",
+    }
     assert groups()["core"] == core
     assert groups()["engines"] >= {"engines.pandas_engine", "engines.spark"}
     assert groups()["engines"] <= rules()["job.run"]
