@@ -11,13 +11,26 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.errors import InputError
+from numdiff_component.intervals import mean_interval, wilson
 from numdiff_component.scoring import (
     UNPARSEABLE,
     ScoreResult,
 )
 from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
-AGGREGATE_NAMES = ("mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_unparseable")
+AGGREGATE_NAMES = (
+    "mean_score",
+    "mean_score_ci_low",
+    "mean_score_ci_high",
+    "pass_rate",
+    "pass_rate_ci_low",
+    "pass_rate_ci_high",
+    "mae",
+    "mean_score_stderr",
+    "no_answer_rate",
+    "n_rows",
+    "n_unparseable",
+)
 
 
 def booleans(values: Any, what: str = "the 'passed' column") -> np.ndarray:
@@ -39,6 +52,7 @@ class Totals:
     n: int = 0
     n_passed: int = 0
     n_unparseable: int = 0
+    n_no_answer: int = 0  # rows whose output has no number
     score_mean: float = 0.0
     score_m2: float = 0.0  # sum of squared deviations from the mean
     abs_error_sum: float = 0.0
@@ -48,7 +62,8 @@ class Totals:
 
     @classmethod
     def of(cls, results: Mapping[str, Any]) -> Totals:
-        """Totals of a batch of results: columns ``score``, ``passed``, ``label``, ``abs_error``."""
+        """Totals of a batch of results: columns ``score``, ``passed``, ``label``, ``abs_error``,
+        ``output_value``."""
         scores = np.asarray(results["score"], dtype=float)
         n = len(scores)
         if n == 0:
@@ -67,6 +82,7 @@ class Totals:
             n=n,
             n_passed=int(np.count_nonzero(booleans(results["passed"]))),
             n_unparseable=unparseable,
+            n_no_answer=int(np.count_nonzero(np.isnan(np.asarray(results["output_value"], float)))),
             score_mean=mean,
             score_m2=float(((scores - mean) ** 2).sum()),
             abs_error_sum=float(errors[parsed].sum()),
@@ -84,6 +100,7 @@ class Totals:
             n=n,
             n_passed=self.n_passed + other.n_passed,
             n_unparseable=self.n_unparseable + other.n_unparseable,
+            n_no_answer=self.n_no_answer + other.n_no_answer,
             score_mean=self.score_mean + delta * other.n / n,
             score_m2=self.score_m2 + other.score_m2 + delta**2 * self.n * other.n / n,
             abs_error_sum=self.abs_error_sum + other.abs_error_sum,
@@ -98,15 +115,21 @@ class Totals:
             raise InputError("no rows to score")
         n_parsed = self.n - self.n_unparseable - self.n_unit_mismatch - self.n_unit_missing
         units = {"n_unit_mismatch": self.n_unit_mismatch, "n_unit_missing": self.n_unit_missing}
+        stderr = (
+            math.sqrt(self.score_m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
+        )
+        mean_low, mean_high = mean_interval(self.score_mean, stderr, self.n)
+        pass_low, pass_high = wilson(self.n_passed, self.n)
         return {
             "mean_score": self.score_mean,
+            "mean_score_ci_low": mean_low,
+            "mean_score_ci_high": mean_high,
             "pass_rate": self.n_passed / self.n,
+            "pass_rate_ci_low": pass_low,
+            "pass_rate_ci_high": pass_high,
             "mae": self.abs_error_sum / n_parsed if n_parsed else math.nan,
-            "mean_score_stderr": (
-                math.sqrt(self.score_m2 / (self.n - 1)) / math.sqrt(self.n)
-                if self.n > 1
-                else math.nan
-            ),
+            "mean_score_stderr": stderr,
+            "no_answer_rate": self.n_no_answer / self.n,
             "n_rows": self.n,
             "n_unparseable": self.n_unparseable,
             **(units if self.units else {}),
@@ -159,6 +182,7 @@ def aggregate(results: Mapping[str, Any] | Iterable[ScoreResult]) -> dict[str, f
         "passed": [r.passed for r in rows],
         "label": [r.label for r in rows],
         "abs_error": [r.abs_error for r in rows],
+        "output_value": [math.nan if r.output_value is None else r.output_value for r in rows],
     }
     # Results read with units on hold a unit or a unit's label somewhere: then they are counted.
     if any(r.output_unit or r.expected_unit or r.label in UNIT_LABELS for r in rows):

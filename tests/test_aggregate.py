@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import binomtest
+from scipy.stats import t as student
 
 from numdiff_component import AGGREGATE_NAMES, InputError, Totals, aggregate, score, score_frame
 from tests.fixtures.tables import SPEC_ROWS, spec_table
@@ -40,6 +42,21 @@ def _stderr(scores: list[float]) -> float:
     return math.sqrt(variance / len(scores))
 
 
+def _with_intervals(expected: dict[str, float], no_answer: int) -> dict[str, float]:
+    """``expected`` with the no-answer rate and the 95% intervals, as scipy computes them."""
+    n, rate, stderr = (expected[k] for k in ("n_rows", "pass_rate", "mean_score_stderr"))
+    ci = binomtest(round(rate * n), n).proportion_ci(method="wilson")
+    low, high = student.interval(0.95, n - 1, loc=expected["mean_score"], scale=stderr)
+    return {
+        **expected,
+        "pass_rate_ci_low": ci.low,
+        "pass_rate_ci_high": ci.high,
+        "mean_score_ci_low": max(0, low),
+        "mean_score_ci_high": min(1, high),
+        "no_answer_rate": no_answer / n,
+    }
+
+
 HAND_COMPUTED = {
     "spec table": (
         spec_table,
@@ -51,6 +68,7 @@ HAND_COMPUTED = {
             "n_rows": 9,
             "n_unparseable": 2,
         },
+        2,  # twelve, 1e999
     ),
     "small table": (
         lambda: pd.DataFrame({"output": ["10", "9", "?", "0"], "expected": ["10", "10", "1", "0"]}),
@@ -62,22 +80,24 @@ HAND_COMPUTED = {
             "n_rows": 4,
             "n_unparseable": 1,
         },
+        1,  # ?
     ),
 }
 
 
 @pytest.mark.parametrize("case", HAND_COMPUTED, ids=list(HAND_COMPUTED))
 def test_aggregates_follow_the_definitions(case: str) -> None:
-    make, expected = HAND_COMPUTED[case]
+    make, expected, no_answer = HAND_COMPUTED[case]
     results = score_frame(make())
     got = aggregate(results)
     assert list(got) == list(AGGREGATE_NAMES)
-    assert got == pytest.approx(expected, rel=1e-9)
+    assert got == pytest.approx(_with_intervals(expected, no_answer), rel=1e-9)
     assert type(got["n_rows"]) is int and type(got["n_unparseable"]) is int
     # The same from a list of results and from a plain mapping of the result columns.
     rows = [score(o, e) for o, e in zip(results["output"], results["expected"], strict=True)]
     assert aggregate(rows) == pytest.approx(got, rel=1e-12)
-    columns = {name: results[name].tolist() for name in ("score", "passed", "label", "abs_error")}
+    names = ("score", "passed", "label", "abs_error", "output_value")
+    columns = {name: results[name].tolist() for name in names}
     assert aggregate(columns) == pytest.approx(got, rel=1e-12)
 
 
@@ -86,7 +106,7 @@ def test_aggregates_follow_the_definitions(case: str) -> None:
     [
         _frame([], []),
         [],
-        {"score": [], "passed": [], "label": [], "abs_error": []},
+        {"score": [], "passed": [], "label": [], "abs_error": [], "output_value": []},
     ],
     ids=["frame", "list", "mapping"],
 )
@@ -154,6 +174,7 @@ def _results(rows: list[tuple[float, bool, bool, float]], label_dtype: str) -> p
             "passed": passed,
             "label": pd.Series(labels, dtype=label_dtype),
             "abs_error": errors,
+            "output_value": [math.nan if u else 1.0 for _, _, u, _ in rows],
         }
     )
 
@@ -172,10 +193,11 @@ def test_totals_of_random_splits_add_up_to_the_totals_of_the_whole(
     parts = [whole.iloc[a:b] for a, b in itertools.pairwise(bounds)]
     added = sum((Totals.of(part) for part in parts), Totals())
     once = Totals.of(whole)
-    assert (added.n, added.n_passed, added.n_unparseable) == (
+    assert (added.n, added.n_passed, added.n_unparseable, added.n_no_answer) == (
         once.n,
         once.n_passed,
         once.n_unparseable,
+        once.n_no_answer,
     )
     assert once.n_passed == int(whole["passed"].sum())
     assert once.n_unparseable == int((whole["label"].astype(str) == "unparseable").sum())

@@ -211,7 +211,7 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
     >>> aggregate_spark(score_spark(sdf))["pass_rate"]  # doctest: +SKIP
     0.75
     """
-    needed = ("score", "passed", "label", "abs_error")
+    needed = ("score", "passed", "label", "abs_error", "output_value")
     missing = [name for name in needed if name not in results.columns]
     if missing:
         hint = f"; aggregate the output of score_spark (needs {', '.join(needed)})"
@@ -222,6 +222,9 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
         F.count(F.lit(1)).alias("n"),
         F.count(F.when(F.col("passed"), 1)).alias("n_passed"),
         F.count(F.when(F.col("label") == F.lit(UNPARSEABLE), 1)).alias("n_unparseable"),
+        F.count(F.when(F.col("output_value").isNull() | F.isnan("output_value"), 1)).alias(
+            "n_no_answer"
+        ),
         F.avg("score").alias("score_mean"),
         F.var_pop("score").alias("score_var"),
         F.sum(F.when(compared, F.col("abs_error"))).alias("abs_error_sum"),
@@ -233,6 +236,7 @@ def aggregate_spark(results: DataFrame) -> dict[str, float]:
         n=n,
         n_passed=int(row["n_passed"]),
         n_unparseable=int(row["n_unparseable"]),
+        n_no_answer=int(row["n_no_answer"]),
         score_mean=float(row["score_mean"] or 0.0),
         score_m2=float(row["score_var"] or 0.0) * n,
         abs_error_sum=float(row["abs_error_sum"] or 0.0),

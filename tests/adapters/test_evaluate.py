@@ -149,7 +149,12 @@ def test_metric_reports_every_aggregate_but_nan_ones() -> None:
     assert set(value.aggregate_results) == set(AGGREGATE_NAMES)
 
     value = numeric_diff_metric.eval_fn(pd.Series(["n/a"]), pd.Series(["3"]))
-    assert set(value.aggregate_results) == set(AGGREGATE_NAMES) - {"mae", "mean_score_stderr"}
+    assert set(value.aggregate_results) == set(AGGREGATE_NAMES) - {
+        "mae",
+        "mean_score_stderr",
+        "mean_score_ci_low",
+        "mean_score_ci_high",
+    }
     assert value.scores == [0.0]
 
 
