@@ -45,7 +45,7 @@ OUTPUTS = [
 
 JOB = """
 import json, resource, sys, time
-from numdiff_component.job.config import JobConfig
+from numdiff_component.task.config import JobConfig
 from numdiff_component.job.run import run_job
 start = time.perf_counter()
 outcome = run_job(JobConfig(predictions=sys.argv[1], results_dir=sys.argv[2], track=False,

@@ -9,11 +9,9 @@ internal and may change (docs/architecture.md says what each owns).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
 from numdiff_component.aggregate import AGGREGATE_NAMES, Totals, aggregate
 from numdiff_component.errors import InputError, NumdiffError, OptionError, TrackingError
+from numdiff_component.lazy import lazy_names
 from numdiff_component.options import Options
 from numdiff_component.reading import parse_column, parse_number
 from numdiff_component.scoring import RESULT_COLUMNS, ScoreResult, score, score_frame
@@ -29,12 +27,7 @@ _LAZY = {
     "log_numeric_diff_model": "numdiff_component.adapters.pyfunc",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'numdiff_component' has no attribute {name!r}")
-
+__getattr__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "AGGREGATE_NAMES",

@@ -12,8 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
-from numdiff_component.job.config import JobConfig
 from numdiff_component.job.run import run_job
+from numdiff_component.task.config import JobConfig
 from tests.fixtures.tables import READING_STRATEGIES
 from tests.reading.test_reading_spec import PRESETS
 

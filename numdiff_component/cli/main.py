@@ -155,8 +155,8 @@ def score(
 
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    from numdiff_component.job.config import JobConfig, Scoring
     from numdiff_component.job.run import run_job
+    from numdiff_component.task.config import JobConfig, Scoring
     from numdiff_component.tracking.settings import check_store_location
 
     check_store_location()

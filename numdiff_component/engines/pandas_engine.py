@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 from numdiff_component.errors import InputError, check_stopped
 from numdiff_component.inputs.json_tables import mixed_columns
 from numdiff_component.inputs.tables import StreamBroken, Table, open_table
-from numdiff_component.job.config import JobConfig
-from numdiff_component.job.results import file_metadata
 from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
+from numdiff_component.task.config import JobConfig
+from numdiff_component.task.results import file_metadata
 
 
 class PandasEngine:

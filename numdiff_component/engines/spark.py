@@ -34,11 +34,8 @@ from numdiff_component.engines.spark_cluster import (
     spark_uri,
 )
 from numdiff_component.errors import InputError, check_stopped, missing_column
-from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.inputs.sources import FORMATS, dataset_name, detect_format, local_path
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig
-from numdiff_component.job.results import write_folder_metadata
 from numdiff_component.options import Options
 from numdiff_component.scoring import (
     FAIL,
@@ -48,6 +45,9 @@ from numdiff_component.scoring import (
     result_schema,
     score_columns,
 )
+from numdiff_component.task.arrow_frames import arrow_frame
+from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig
+from numdiff_component.task.results import write_folder_metadata
 from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
 try:

@@ -43,7 +43,6 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
-from numdiff_component.inputs.arrow_frames import arrow_frame
 from numdiff_component.inputs.csv_stream import csv_reader, longest_row, regroup
 from numdiff_component.inputs.json_tables import json_batches, json_frame, mixed_columns
 from numdiff_component.inputs.sources import (
@@ -57,7 +56,8 @@ from numdiff_component.inputs.sources import (
     over_limit,
     sample_path,
 )
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS
+from numdiff_component.task.arrow_frames import arrow_frame
+from numdiff_component.task.config import DEFAULT_BATCH_ROWS
 
 _ARROW_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 _HEADER_BYTES = 16 << 20  # a CSV header of MAX_COLUMNS long names fits; a longer one is refused

@@ -1,27 +1,18 @@
-"""The job of ``numdiff score``: what it is asked (`config`), its results folder (`results`),
-its quality gate (`gate`), what a run records of it (`record`), and `run_job` (`run`).
+"""The job of ``numdiff score``: `run_job` (`run`) opens the input, scores it with an engine,
+writes the results and the report, and logs the run. What it is asked and where its results go
+are in `numdiff_component.task`, which every part it runs imports instead of this.
 
-``from numdiff_component.job import JobConfig, Scoring, run_job`` works (docs/spark.md); the
-names are looked up on first use, so that the modules below the job (the engines, the report,
-tracking) can import `config` and `results` without importing the job itself.
+``from numdiff_component.job import JobConfig, Scoring, run_job`` works (docs/spark.md).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from numdiff_component.lazy import lazy_names
 
 _PUBLIC = {
-    "JobConfig": "numdiff_component.job.config",
-    "Scoring": "numdiff_component.job.config",
+    "JobConfig": "numdiff_component.task.config",
+    "Scoring": "numdiff_component.task.config",
     "run_job": "numdiff_component.job.run",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        return getattr(import_module(_PUBLIC[name]), name)
-    raise AttributeError(f"module 'numdiff_component.job' has no attribute {name!r}")
-
-
+__getattr__ = lazy_names(__name__, _PUBLIC)
 __all__ = list(_PUBLIC)

@@ -2,7 +2,7 @@
 
 This module is engine-neutral. An engine opens the input and scores it into the results file,
 handing the results back batch by batch, in input order (the `Engine` protocol of
-`numdiff_component.job.config`); the pandas engine streams on this machine
+`numdiff_component.task.config`); the pandas engine streams on this machine
 (`numdiff_component.engines.pandas_engine`), the Spark engine scores where the table lives
 (`numdiff_component.engines.spark`). Whatever the engine, the job then adds the batches up into the
 aggregates, feeds the report, writes it next to the results, and logs the run to MLflow, so
@@ -30,18 +30,18 @@ from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import PresetAdvice, PresetHint
 from numdiff_component.inputs.sources import local_path
-from numdiff_component.job.config import Engine, JobConfig, Source
-from numdiff_component.job.gate import Gate
-from numdiff_component.job.record import Evaluation
-from numdiff_component.job.results import (
+from numdiff_component.report.builder import ReportBuilder
+from numdiff_component.scoring import result_schema
+from numdiff_component.task.config import Engine, JobConfig, Source
+from numdiff_component.task.gate import Gate
+from numdiff_component.task.results import (
     PREFIX,
     RESULTS_PARQUET,
     remove_temporary,
     results_folder,
 )
-from numdiff_component.report.builder import ReportBuilder
-from numdiff_component.scoring import result_schema
 from numdiff_component.tracking.boundary import LOG_TABLE_MAX_ROWS, import_mlflow
+from numdiff_component.tracking.evaluation import Evaluation
 from numdiff_component.tracking.records import log_evaluation
 from numdiff_component.tracking.settings import check_settings
 

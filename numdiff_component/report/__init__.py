@@ -8,14 +8,8 @@ looked up on first use, so that importing `render` does not import the builder.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from numdiff_component.lazy import lazy_names
 
-
-def __getattr__(name: str) -> Any:
-    if name == "ReportBuilder":
-        return import_module("numdiff_component.report.builder").ReportBuilder
-    raise AttributeError(f"module 'numdiff_component.report' has no attribute {name!r}")
-
-
-__all__ = ["ReportBuilder"]
+_PUBLIC = {"ReportBuilder": "numdiff_component.report.builder"}
+__getattr__ = lazy_names(__name__, _PUBLIC)
+__all__ = list(_PUBLIC)

@@ -22,8 +22,6 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
-from numdiff_component.job.config import Scoring
-from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.options import Options
 from numdiff_component.process import ForkedCall
 from numdiff_component.report.plots import (
@@ -34,6 +32,8 @@ from numdiff_component.report.plots import (
 )
 from numdiff_component.report.render import cells, image, kind, number, render, text
 from numdiff_component.scoring import UNPARSEABLE
+from numdiff_component.task.config import Scoring
+from numdiff_component.task.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 
 __all__ = ["ReportBuilder"]
 

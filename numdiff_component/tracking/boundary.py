@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from numdiff_component.errors import InputError, TrackingError, first_line
-from numdiff_component.job.results import (
+from numdiff_component.process import Late, deadline, on_main_thread
+from numdiff_component.task.results import (
     PREFIX,
 )
-from numdiff_component.process import Late, deadline, on_main_thread
 from numdiff_component.tracking.settings import relative_store, store_lock, tracking_timeout
 
 LOG_TABLE_MAX_ROWS = 100_000

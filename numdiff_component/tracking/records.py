@@ -16,15 +16,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from numdiff_component.errors import InputError, first_line
-from numdiff_component.job.record import (
-    Evaluation,
-    metrics,
-    new_params,
-    params,
-    table_for_ui,
-    tags,
-)
-from numdiff_component.job.results import (
+from numdiff_component.task.results import (
     PLOTS,
     PREFIX,
     RESULTS_JSON,
@@ -37,6 +29,14 @@ from numdiff_component.tracking.boundary import (
     mlflow_run,
     upload_seconds,
     within,
+)
+from numdiff_component.tracking.evaluation import (
+    Evaluation,
+    metrics,
+    new_params,
+    params,
+    table_for_ui,
+    tags,
 )
 
 T = TypeVar("T")

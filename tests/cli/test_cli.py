@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from numdiff_component.inputs.sources import sample_path
-from numdiff_component.job.results import CLAIM
 from numdiff_component.options import PRESETS
+from numdiff_component.task.results import CLAIM
 from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
 from tests.fixtures.servers import free_port
 from tests.fixtures.tables import TABLE_FORMATS, write_file, write_table

@@ -259,8 +259,8 @@ def test_many_rows_in_another_order_are_paired_by_id() -> None:
 
 
 def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_path: Path) -> None:
-    from numdiff_component.job.config import JobConfig, Scoring
     from numdiff_component.job.run import run_job
+    from numdiff_component.task.config import JobConfig, Scoring
 
     a, b = pair(30, regress={4}, improve={9})
     for name, frame in (("a", a), ("b", b.sample(frac=1, random_state=1))):
@@ -282,9 +282,9 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
 
 
 def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> None:
-    from numdiff_component.job.config import JobConfig, Scoring
     from numdiff_component.job.run import run_job
     from numdiff_component.options import Options
+    from numdiff_component.task.config import JobConfig, Scoring
 
     b = Options(pick="last", threshold=0.9, markers=["Result", "Final answer"])
     for name, options in (("a", Options()), ("b", b)):

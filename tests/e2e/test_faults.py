@@ -23,9 +23,9 @@ import pytest
 
 from numdiff_component.errors import InputError
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.config import JobConfig
-from numdiff_component.job.results import CLAIM
 from numdiff_component.job.run import run_job
+from numdiff_component.task.config import JobConfig
+from numdiff_component.task.results import CLAIM
 from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
 from tests.fixtures.run import BOUND
 from tests.fixtures.servers import kill_group, tracking_server

@@ -20,9 +20,9 @@ import pytest
 import numdiff_component
 from numdiff_component.errors import InputError
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.run import run_job
 from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 PACKAGE = Path(numdiff_component.__file__).parent
@@ -292,7 +292,7 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
     only the results folder (and the tracking store's own files) change."""
     import mlflow
 
-    from numdiff_component.job import results as files
+    from numdiff_component.task import results as files
 
     mlflow.create_experiment("writes", artifact_location=str(tmp_path / "artifacts"))
     for name in ("in", "cwd", "tmp"):

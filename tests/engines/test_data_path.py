@@ -17,9 +17,9 @@ from numdiff_component import Options, score_frame
 from numdiff_component.engines.pandas_engine import PandasEngine, to_arrow
 from numdiff_component.inputs.csv_stream import regroup
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
-from numdiff_component.job.results import file_metadata
 from numdiff_component.job.run import run_job
+from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
+from numdiff_component.task.results import file_metadata
 from tests.fixtures.tables import write_table
 
 CELLS = [

@@ -34,11 +34,11 @@ from numdiff_component.engines.spark import (
     spark_session,
 )
 from numdiff_component.inputs.tables import open_table
-from numdiff_component.job.config import JobConfig, Scoring
-from numdiff_component.job.record import metrics
 from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
 from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.task.config import JobConfig, Scoring
+from numdiff_component.tracking.evaluation import metrics
 from numdiff_component.tracking.records import load_results
 from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS
 

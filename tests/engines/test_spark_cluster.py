@@ -26,9 +26,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from numdiff_component.job.config import JobConfig, Scoring
 from numdiff_component.job.run import run_job
 from numdiff_component.options import Options
+from numdiff_component.task.config import JobConfig, Scoring
 from tests.fixtures.run import TEST_JVM_OPTIONS
 
 pyspark = pytest.importorskip("pyspark", reason="needs the spark extra", exc_type=ImportError)

@@ -25,8 +25,8 @@ import pytest
 from numdiff_component.errors import InputError
 from numdiff_component.inputs.sources import MAX_COLUMNS, is_remote, local_path
 from numdiff_component.inputs.tables import StreamBroken, Table, open_table
-from numdiff_component.job.config import JobConfig
 from numdiff_component.job.run import run_job
+from numdiff_component.task.config import JobConfig
 from tests.fixtures.commands import numdiff_process, one_line_error
 
 ROWS = pd.DataFrame(

@@ -14,9 +14,9 @@ import pytest
 from mlflow import MlflowClient
 
 from numdiff_component import Options, aggregate, score_frame
-from numdiff_component.job.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from numdiff_component.job.run import run_job
 from numdiff_component.report.render import markdown, text
+from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from tests.fixtures.commands import numdiff_process
 from tests.fixtures.run import BIN, BOUND
 from tests.fixtures.tables import write_table

@@ -23,10 +23,10 @@ import pytest
 
 from numdiff_component import Options, aggregate, score_frame
 from numdiff_component.aggregate import pass_rate_stderr
-from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.process import ForkedCall
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.report.plots import SCORE_EDGES, axis_scale
+from numdiff_component.task.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLANTED = {"bad-1": ("10", "1000"), "bad-2": ("-5", "5"), "bad-3": ("about 3", "4")}

@@ -19,10 +19,10 @@ from mlflow.exceptions import MlflowException
 from numdiff_component import InputError, Options, TrackingError, aggregate, score_frame
 from numdiff_component.compare.comparison import compare_results
 from numdiff_component.compare.render import to_json
-from numdiff_component.job.config import Scoring
-from numdiff_component.job.record import Evaluation, metrics, new_params, params
 from numdiff_component.options import OPTION_NAMES
+from numdiff_component.task.config import Scoring
 from numdiff_component.tracking.boundary import experiment_id, mlflow_errors, mlflow_run
+from numdiff_component.tracking.evaluation import Evaluation, metrics, new_params, params
 from numdiff_component.tracking.records import load_results, log_comparison, log_evaluation
 from tests.fixtures.servers import tracking_server
 from tests.fixtures.tables import spec_table

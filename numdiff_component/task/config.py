@@ -102,7 +102,7 @@ class Engine(Protocol):
         self, table: Any, config: JobConfig, path: Path
     ) -> Generator[pd.DataFrame, None, None]:
         """Score ``table`` into the results file (or folder) at ``path``, with the results
-        metadata of `numdiff_component.job.results`; yield the results (input columns, then
+        metadata of `numdiff_component.task.results`; yield the results (input columns, then
         `RESULT_COLUMNS`) in batches, in input order, each row exactly once. The results are
         complete once the iterator is exhausted, and no partial file is left when it is closed
         early or raises."""

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
-from numdiff_component.job.config import Scoring
-from numdiff_component.job.gate import Gate
-from numdiff_component.job.results import PREFIX
 from numdiff_component.report.render import markdown, text
+from numdiff_component.task.config import Scoring
+from numdiff_component.task.gate import Gate
+from numdiff_component.task.results import PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,9 +29,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from numdiff_component.errors import InputError, first_line
-from numdiff_component.inputs.arrow_frames import arrow_frame
-from numdiff_component.job.config import Scoring
 from numdiff_component.options import OPTION_NAMES
+from numdiff_component.task.arrow_frames import arrow_frame
+from numdiff_component.task.config import Scoring
 
 PREFIX = "numeric_diff"
 """The namespace of what the project records: artifact folder, metrics, tags, file metadata."""
