@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import fnmatch
 import importlib.util
 import json
 import os
@@ -275,6 +276,8 @@ class Pages:
         """A new folder like a user's clone, for the group that ``block`` starts."""
         self.env(block.page)
         work = self._page_dir(block.page) / f"block-{block.line}"
+        if work.exists():
+            return work  # made for the page's scripts, run together
         work.mkdir()
         for name in SHIPPED:
             source = ROOT / name
@@ -467,11 +470,33 @@ def _run_session(block: Block, work: Path, env: dict[str, str]) -> None:
 def _check_group(group: list[Block], pages: Pages) -> None:
     if batched(group):
         _check_script(group[0], pages.script(group[0]))
-        return
-    work, env = pages.folder(group[0]), pages.env(group[0].page)
-    run = {"script": _run_script, "shell": _run_shell, "session": _run_session}
-    for block in group:
-        run[block.kind](block, work, env)
+    else:
+        work, env = pages.folder(group[0]), pages.env(group[0].page)
+        run = {"script": _run_script, "shell": _run_shell, "session": _run_session}
+        for block in group:
+            run[block.kind](block, work, env)
+    left = sorted(p.name for p in pages.folder(group[0]).iterdir() if not ignored(p))
+    assert set(left) <= set(SHIPPED), (
+        f"{group[0].where} leaves {left} in the user's clone, not all named by .gitignore: "
+        "write under numdiff_results/ or a temporary folder (git status stays clean)"
+    )
+
+
+IGNORED = [
+    line.strip()
+    for line in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith(("#", "!"))
+]
+
+
+def ignored(path: Path) -> bool:
+    """Whether a name at the top of a clone is one .gitignore names (its simple patterns: a
+    name or a glob, a folder's with a trailing ``/``)."""
+    return any(
+        fnmatch.fnmatch(path.name, pattern.strip("/"))
+        and (path.is_dir() or not pattern.endswith("/"))
+        for pattern in IGNORED
+    )
 
 
 def _page_tests(page: str, params: list[object]) -> type:
@@ -587,6 +612,15 @@ def test_options_table_lists_every_option() -> None:
 def test_transcript_reads_commands_and_their_output() -> None:
     text = "$ a x \\\n    --y\nout 1\nout 2\n$ b\n$ c\nlast\n"
     assert transcript(text) == [("a x \\\n    --y", "out 1\nout 2"), ("b", ""), ("c", "last")]
+
+
+def test_the_names_gitignore_names(tmp_path: Path) -> None:
+    (tmp_path / "numdiff_results").mkdir()
+    (tmp_path / "mlflow.db").touch()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "numdiff_component.egg-info").mkdir()
+    found = {p.name for p in tmp_path.iterdir() if ignored(p)}
+    assert found == {"numdiff_results", "mlflow.db", "numdiff_component.egg-info"}
 
 
 def test_output_comparison() -> None:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
-from numdiff_component.hints import PresetAdvice, PresetHint
+from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
@@ -45,7 +45,7 @@ from numdiff_component.tracking.evaluation import Evaluation
 from numdiff_component.tracking.records import log_evaluation
 from numdiff_component.tracking.settings import check_settings
 
-__all__ = ["ENGINES", "JobOutcome", "engine_for", "preset_note", "run_job"]
+__all__ = ["ENGINES", "JobOutcome", "advice_note", "engine_for", "run_job"]
 
 ENGINES = ("pandas", "spark")
 DATASET_SAMPLE_ROWS = 1_000
@@ -104,22 +104,35 @@ class _Collected:
     hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
 
     def notes(self) -> tuple[str, ...]:
-        """One-line hints for the user, shown with the results."""
-        advice = self.hint.best()
-        return () if advice is None else (preset_note(advice),)
+        """One-line hints for the user, shown with the results: the preset, then the single
+        options, that would pass more rows (`PresetHint.advice`)."""
+        return tuple(advice_note(advice) for advice in self.hint.advice())
 
 
-def preset_note(advice: PresetAdvice) -> str:
+def option_words(name: str, value: object) -> str:
+    """An option's value as ``numdiff score`` and the MLproject take it:
+    ``--pick last (-P pick=last)``, ``--decimal-comma (-P decimal_comma=true)``."""
+    flag = "--" + name.replace("_", "-")
+    if value is True or value is False:
+        flag = flag if value else "--no-" + flag[2:]
+        return f"{flag} (-P {name}={str(value).lower()})"
+    return f"{flag} {value} (-P {name}={value})"
+
+
+def advice_note(advice: Advice) -> str:
     """The advice of `PresetHint` in words, as ``numdiff score`` and the MLproject take it."""
     the = "the" if advice.whole else "the first"  # else counts of the first rows
-    said = f"--preset {advice.preset} (-P preset={advice.preset}) would pass {advice.gained:,} "
-    said += f"of {the} {advice.failing_tried:,} failing rows"
+    said = " ".join(option_words(name, value) for name, value in advice.change.items())
+    said += f" would pass {advice.gained:,} of {the} {advice.failing_tried:,} failing rows"
+    told = []  # the passing rows it would fail, the pass rates
     if advice.lost:
         said += f" and fail {advice.lost:,} of {the} {advice.passing_tried:,} passing ones"
+        more = ", ..." if advice.lost > len(advice.broken) else ""
+        told.append(", ".join(advice.broken) + more)
     if advice.whole:
         before, after = advice.pass_rates
-        said += f" (pass rate {before:.4f} -> {after:.4f})"
-    return said
+        told.append(f"pass rate {before:.4f} -> {after:.4f}")
+    return said + (f" ({'; '.join(told)})" if told else "")
 
 
 def _collect(
@@ -131,7 +144,7 @@ def _collect(
     """Add up the result batches: totals, the first input rows, the rows to log, the report."""
     totals, first = Totals(), None
     scoring = config.scoring
-    hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col)
+    hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:

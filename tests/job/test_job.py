@@ -190,8 +190,10 @@ def test_a_note_names_the_preset_that_would_read_the_answers(
     summary = (tmp_path / "summary.md").read_text()
     description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
     if preset == "none":  # the first number of each chain of thought: every row fails
-        (said,) = outcome.evaluation.notes
+        said, option, *_ = outcome.evaluation.notes  # the preset, then single options
         assert said.startswith(note) and "of the 10 failing rows (pass rate 0.0000 -> " in said
+        assert option.startswith("--pick last (-P pick=last) would pass 7 of the 10 failing")
+        assert markdown(option) in description
         assert "--preset answers" in summary and markdown(note) in description  # escaped
     else:  # reading the final answer: nothing to say
         assert outcome.evaluation.notes == () and "--preset" not in summary + description
