@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from numdiff_component import Options, parse_column, parse_number, score, score_frame
 from numdiff_component.job.run import run_job
 from numdiff_component.task.config import JobConfig
+from tests.fixtures.run import EXAMPLES
 from tests.fixtures.tables import READING_STRATEGIES
 from tests.reading.test_reading_spec import PRESETS
 
@@ -212,7 +213,7 @@ def _plain(values: list[str | None], opts: Options) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in parsed], dtype=float)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     values=st.lists(st.one_of(v3_texts, st.text(max_size=12), st.none()), max_size=20),
     data=st.data(),

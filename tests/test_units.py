@@ -27,6 +27,7 @@ from numdiff_component.reading.quantities import parse_quantities, parse_quantit
 from numdiff_component.reading.units import ALIASES, MAX_UNIT, STOP, unit_run
 from numdiff_component.scoring import RESULT_COLUMNS
 from tests.fixtures.commands import invoke
+from tests.fixtures.run import EXAMPLES
 
 LENIENT = Options(units="lenient")
 
@@ -177,7 +178,7 @@ unit_options = st.builds(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=2 * EXAMPLES, deadline=None)  # the only test of this property
 @given(
     column=st.one_of(  # text (an Arrow string column), and mixed objects (read one by one)
         st.lists(st.one_of(texts, st.none()), max_size=12),

@@ -90,15 +90,18 @@ def test_help_into_a_closed_pipe_is_exit_2(args: list[str]) -> None:
     one_line_error(done, 2, "cannot write the output: Broken pipe")
 
 
-@pytest.mark.parametrize("where", ["sqlite", "http"])
-@pytest.mark.parametrize("quiet", [False, True], ids=["summary", "quiet"])
+@pytest.mark.parametrize(
+    ("quiet", "where"), [(False, "sqlite"), (True, "http")], ids=["summary-sqlite", "quiet-http"]
+)
 def test_a_closed_stdout_is_told_and_the_run_finished(
     where: str, quiet: bool, tracking_uri: str, mlflow_server: str, tmp_path: Path
 ) -> None:
     """``numdiff score t.csv >&-`` (as cron and some supervisors start jobs): the summary is
     lost, which exit 2 and one line say; with ``-q`` and a results folder nothing is to be
     printed: exit 0, silently. The run is FINISHED either way, and no file the job opens takes
-    the closed descriptor (the results file would receive the summary)."""
+    the closed descriptor (the results file would receive the summary): neither the sqlite
+    store's nor a tracking server's sockets (one each, not every pair: the store does not
+    change what is printed)."""
     uri, experiment = _store(where, tracking_uri, mlflow_server)
     results = tmp_path / "res"
     args = [str(_source(tmp_path)), "--experiment-name", experiment, "--results-dir", str(results)]

@@ -24,9 +24,9 @@ from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.reading import fractions, grammar, marks, signs, tiers, tiers_readings
 from numdiff_component.reading.buffers import _scale_word_at
 from tests.fixtures.commands import invoke, one_line_error
+from tests.fixtures.run import EXAMPLES
 
 READING = Path(numdiff_component.__file__).parent / "reading"
-EXAMPLES = int(os.environ.get("NUMDIFF_EXAMPLES", "300"))
 
 
 def _plain(values: list[str | None], options: Options) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from decimal import Decimal
 from unittest import mock
@@ -20,6 +19,7 @@ import numdiff_component.reading.tiers_readings as tiers_module
 from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.reading import fractions, grammar, marks, several_numbers
 from numdiff_component.reading.plain import count_tokens
+from tests.fixtures.run import EXAMPLES
 from tests.fixtures.tables import READING_STRATEGIES, SPEC_READINGS
 
 SPEC_EXAMPLES = [
@@ -168,8 +168,6 @@ def test_option_out_of_domain_names_option_and_value(options: dict, message: str
 
 # --- differential: the vectorised path equals the plain path ---------------------------------
 
-# NUMDIFF_EXAMPLES=20000 runs the differential tests much longer (outside the quick suite).
-EXAMPLES = int(os.environ.get("NUMDIFF_EXAMPLES", "300"))
 _ALPHABET = "0123456789" * 3 + ",.,.eE+-\u2212%  \t\nax\u00e9$()_/\ue0000"
 texts = st.one_of(
     st.text(alphabet=_ALPHABET, max_size=30),

@@ -18,6 +18,7 @@ from numdiff_component.options import PRESETS, Options
 from numdiff_component.reading import amounts, number_words
 from numdiff_component.reading.grammar import EXTRA_SEPARATORS
 from numdiff_component.reading.marks import SCALE_LETTERS, SCALE_WORDS
+from tests.fixtures.run import EXAMPLES
 
 A = {"words": "all"}
 E = {"words": "en"}
@@ -216,7 +217,7 @@ def _plain(values: list[str | None], opts: Options) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in parsed], dtype=float)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(values=st.lists(st.one_of(v4_texts, st.none()), max_size=20), data=st.data())
 def test_column_reader_equals_one_value_reader_on_v4_texts(values, data) -> None:
     for opts in (data.draw(v4_options), data.draw(v4_options)):
