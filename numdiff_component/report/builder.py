@@ -12,7 +12,6 @@ templates by `numdiff_component.report.render` (every user string escaped for it
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.aggregate import BOUNDS, headline, interval
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.options import Options
@@ -38,9 +37,11 @@ from numdiff_component.scoring import UNPARSEABLE
 __all__ = ["ReportBuilder"]
 
 _ROW = "row"  # position of a row in the whole table, counted from 1 over all batches
-_STDERR_NOTE = (
-    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
+_INTERVAL_NOTE = (
+    "95% intervals: of `mean_score`, Student's t on `mean_score_stderr` (the sample standard "
+    "deviation of the scores / √n), clipped to [0, 1]; of `pass_rate`, Wilson's score interval. "
+    "`mae` and `median_abs_error` are over the rows with a number on both sides; "
+    "`no_answer_rate` is the share of outputs with no number."
 )
 
 
@@ -257,7 +258,7 @@ class ReportBuilder:
             "source": text(source, None),
             "counts": self._counts(),
             "aggregates": self._aggregates(aggregates),
-            "stderr_note": _STDERR_NOTE,
+            "interval_note": _INTERVAL_NOTE,
             "options": self._options(),
             "failing_title": self._failing_title(),
             "failing": cells(self.failing()),
@@ -269,8 +270,9 @@ class ReportBuilder:
     def summary(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
     ) -> str:
-        """The Markdown summary: headline, notes, input, aggregates with standard errors,
-        options, where the plots are, the failing rows and the unparseable rows."""
+        """The Markdown summary: the headline, notes and input, the failing rows and the
+        unparseable rows, where the plots are, the aggregates with their intervals, the
+        options."""
         names = {"report": REPORT_HTML, "histogram": HISTOGRAM_PNG, "scatter": SCATTER_PNG}
         return render("summary.md.j2", names=names, **self._context(aggregates, source, notes))
 
@@ -294,7 +296,7 @@ class ReportBuilder:
         ]
         context = self._context(aggregates, source, notes)
         kinds = {h: kind(h) for h in [*context["failing"][0], *context["unparseable"][0]]}
-        kinds |= {h: kind(h) for h in ("aggregate", "value", "standard error", "option", "setting")}
+        kinds |= {h: kind(h) for h in ("aggregate", "value", "95% interval", "option", "setting")}
         return render("report.html.j2", plots=plots, kinds=kinds, **context)
 
     def _totals(self, aggregates: Mapping[str, float]) -> Mapping[str, float]:
@@ -306,20 +308,17 @@ class ReportBuilder:
         return f"{plural(self.n_rows, 'row', count=True)} ({self.n_unparseable:,} unparseable)"
 
     def _aggregates(self, aggregates: Mapping[str, float]) -> list[list[str]]:
-        pass_rate = aggregates.get("pass_rate", math.nan)
-        stderrs = {
-            "mean_score": aggregates.get("mean_score_stderr", math.nan),
-            "pass_rate": pass_rate_stderr(pass_rate, aggregates.get("n_rows", self.n_rows)),
-        }
-        return [
-            [
-                str(name),
-                number(name, value),
-                number(name, stderrs[name]) if name in stderrs else "",
-            ]
-            for name, value in aggregates.items()
-            if name != "mean_score_stderr"
-        ]
+        """Each aggregate with its 95% interval beside it (the bounds are not rows of their own)."""
+        rows = []
+        for name, value in aggregates.items():
+            if name.endswith(BOUNDS):
+                continue
+            bounds = interval(aggregates, name)
+            shown = (
+                "" if bounds is None else f"[{number(name, bounds[0])}, {number(name, bounds[1])}]"
+            )
+            rows.append([str(name), number(name, value), shown])
+        return rows
 
     def _options(self) -> list[list[str]]:
         """Each option and column as the run's params say it (``true``, ``answer``)."""
