@@ -158,7 +158,7 @@ def counted(labels: pd.Series, units: bool) -> np.ndarray:
     units on, units that compare (SPEC §2.2)."""
     compared = np.asarray(labels != UNPARSEABLE, dtype=bool)
     if units:
-        compared &= np.asarray(~labels.isin(UNIT_LABELS), dtype=bool)
+        compared = compared & np.asarray(~labels.isin(UNIT_LABELS), dtype=bool)
     return compared
 
 
