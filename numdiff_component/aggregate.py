@@ -40,7 +40,7 @@ beside their aggregate (`interval`), not as aggregates of their own."""
 
 DOMINANT_ROWS = 3
 """At most this many rows holding more than half of the summed absolute error make ``mae``
-"come from" them (`mae_note`)."""
+"come from" them (`AbsErrors.note`)."""
 
 
 def interval(aggregates: Mapping[str, float], name: str) -> tuple[float, float] | None:
@@ -162,9 +162,19 @@ def counted(labels: pd.Series, units: bool) -> np.ndarray:
     return compared
 
 
+def lowest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest values, by value then position, in linear time."""
+    if len(values) <= k:
+        return np.argsort(values, kind="stable")
+    kth = np.partition(values, k - 1)[k - 1]
+    below = np.flatnonzero(values < kth)
+    index = np.concatenate([below, np.flatnonzero(values == kth)[: k - len(below)]])
+    return index[np.argsort(values[index], kind="stable")]
+
+
 class AbsErrors:
     """The absolute errors of the rows ``mae`` counts, kept batch by batch, for their exact
-    median and for the few rows ``mae`` may come from (`mae_note`).
+    median and for the few rows ``mae`` may come from (`AbsErrors.note`).
 
     A median does not add up as the totals do: this keeps 8 bytes per counted row (160 MB at
     20 million rows, twice that while the median is taken), besides the `DOMINANT_ROWS`
@@ -184,11 +194,11 @@ class AbsErrors:
         rows = np.flatnonzero(counted(labels, "output_unit" in results))
         kept = errors[rows]
         self._parts.append(kept)
-        top = rows[np.argsort(-kept, kind="stable")[:DOMINANT_ROWS]]
-        ids = results[self.id_col] if self.id_col is not None else None
+        top = rows[lowest(-kept, DOMINANT_ROWS)]
+        ids = None if self.id_col is None else pd.Series(results[self.id_col]).iloc[top].tolist()
         found = [
-            (float(errors[i]), self.n_rows + int(i) + 1, None if ids is None else ids[int(i)])
-            for i in top
+            (float(errors[i]), self.n_rows + int(i) + 1, None if ids is None else ids[n])
+            for n, i in enumerate(top)
         ]
         self.largest = sorted(self.largest + found, key=lambda x: (-x[0], x[1]))[:DOMINANT_ROWS]
         self.n_rows += len(errors)

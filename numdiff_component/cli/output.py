@@ -26,8 +26,7 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
         ("mean_score", number("mean_score"), "mean_score", ""),
         ("pass_rate", number("pass_rate"), "pass_rate", f"score >= {threshold:g}"),
         # when inf, a note says what MLflow holds instead (job.INFINITE_MAE)
-        ("mae", number("mae", ".6g"), "", ""),
-        ("median error", number("median_abs_error", ".6g"), "", "median_abs_error"),
+        ("mae", number("mae", ".6g"), "", f"median {number('median_abs_error', '.6g')}"),
         ("no answer", number("no_answer_rate"), "", "no_answer_rate: outputs with no number"),
         ("rows", f"{int(aggregates['n_rows']):,}", "", ""),
         ("unparseable", f"{int(aggregates['n_unparseable']):,}", "", "no number on a side"),

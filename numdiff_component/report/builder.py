@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import BOUNDS, headline, interval
+from numdiff_component.aggregate import BOUNDS, headline, interval, lowest
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
 from numdiff_component.options import Options
@@ -131,7 +131,7 @@ class ReportBuilder:
         self.failed_counts += np.histogram(scores[failed], bins=self.edges)[0]
 
         with_numbers = np.flatnonzero(parsed)
-        drawn = with_numbers[_lowest(keys[with_numbers], self.sample_size)]
+        drawn = with_numbers[lowest(keys[with_numbers], self.sample_size)]
         candidates = pd.DataFrame(
             {
                 "key": keys[drawn],
@@ -142,9 +142,9 @@ class ReportBuilder:
         )
         self._sample = _smallest(self._sample, candidates, ["key"], self.sample_size)
         failing = np.flatnonzero(failed)
-        lowest = failing[_lowest(scores[failing], self.worst_k)]
+        worst = failing[lowest(scores[failing], self.worst_k)]
         self._failing = _smallest(
-            self._failing, self._rows(batch, lowest, first_row), ["score", _ROW], self.worst_k
+            self._failing, self._rows(batch, worst, first_row), ["score", _ROW], self.worst_k
         )
         if len(self._unparseable) < self.worst_k:
             first = np.flatnonzero(~parsed)[: self.worst_k - len(self._unparseable)]
@@ -339,16 +339,6 @@ class ReportBuilder:
     def _unparseable_title(self) -> str:
         shown = min(self.worst_k, self.n_unparseable)
         return f"Unparseable rows ({shown:,} shown of {self.n_unparseable:,})"
-
-
-def _lowest(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` smallest values, by value then position, in linear time."""
-    if len(values) <= k:
-        return np.argsort(values, kind="stable")
-    kth = np.partition(values, k - 1)[k - 1]
-    below = np.flatnonzero(values < kth)
-    index = np.concatenate([below, np.flatnonzero(values == kth)[: k - len(below)]])
-    return index[np.argsort(values[index], kind="stable")]
 
 
 def _smallest(kept: pd.DataFrame, new: pd.DataFrame, by: list[str], k: int) -> pd.DataFrame:
