@@ -23,6 +23,7 @@ _LAZY = {
     "make_numeric_diff_metric": "numdiff_component.adapters.evaluate",
     "numeric_diff_scorer": "numdiff_component.adapters.evaluate",
     "make_numeric_diff_scorer": "numdiff_component.adapters.evaluate",
+    "log_numeric_diff_aggregates": "numdiff_component.adapters.evaluate",
     "NumericDiffModel": "numdiff_component.adapters.pyfunc",
     "log_numeric_diff_model": "numdiff_component.adapters.pyfunc",
 }

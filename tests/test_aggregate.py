@@ -15,6 +15,7 @@ from scipy.stats import binomtest
 from scipy.stats import t as student
 
 from numdiff_component import AGGREGATE_NAMES, InputError, Totals, aggregate, score, score_frame
+from numdiff_component.aggregate import AbsErrors
 from tests.fixtures.tables import SPEC_ROWS, spec_table
 
 BIG = "1.7976931348623157e308"
@@ -64,6 +65,7 @@ HAND_COMPUTED = {
             "mean_score": 5.96996 / 9,
             "pass_rate": 5 / 9,  # seed, sign, hyphen, grouping, near
             "mae": (0.00004 + 0 + 0 + 0 + 1 + 2 + 10) / 7,  # the 7 rows with two numbers
+            "median_abs_error": 0.00004,  # the 4th of 0, 0, 0, 0.00004, 1, 2, 10
             "mean_score_stderr": _stderr(SPEC_SCORES),
             "n_rows": 9,
             "n_unparseable": 2,
@@ -76,6 +78,7 @@ HAND_COMPUTED = {
             "mean_score": 2.9 / 4,
             "pass_rate": 0.5,
             "mae": 1 / 3,  # |10-10|, |9-10|, |0-0| over the three rows with two numbers
+            "median_abs_error": 0.0,
             "mean_score_stderr": _stderr(SMALL_SCORES),
             "n_rows": 4,
             "n_unparseable": 1,
@@ -204,6 +207,52 @@ def test_totals_of_random_splits_add_up_to_the_totals_of_the_whole(
     for name in ("score_mean", "score_m2", "abs_error_sum"):
         assert getattr(added, name) == pytest.approx(getattr(once, name), rel=1e-9, abs=1e-9)
     assert added.aggregates() == pytest.approx(once.aggregates(), nan_ok=True, rel=1e-9, abs=1e-12)
+    # The median, kept batch by batch, is numpy's over the rows mae counts.
+    errors = AbsErrors()
+    for part in parts:
+        errors.add(part)
+    compared = whole["abs_error"][whole["label"].astype(str) != "unparseable"]
+    want = float(np.median(compared)) if len(compared) else math.nan
+    assert errors.median() == pytest.approx(want, nan_ok=True, rel=1e-15)
     # Labels compared in Arrow or as categories count as Python strings do.
     assert Totals.of(whole.astype({"label": object})) == once
     assert once.aggregates()["mean_score"] == pytest.approx(float(np.mean(whole["score"])))
+
+
+# --- where mae comes from -------------------------------------------------------------------------
+
+NOTES = {
+    # name: (abs errors, None for an unparseable row; the note with ids a, b, c, ...)
+    "one row": (
+        [4e8, 0, 1, None, 3],
+        "mae 1e+08 comes from 1 row (id a): 100% of the summed absolute error",
+    ),
+    "two rows": (
+        [40, 0, 45, 20],
+        "mae 26.2 comes from 2 rows (id c, a): 81% of the summed absolute error",
+    ),
+    "spread": ([1, 1, 1, 1, 1, 1, 1], None),
+    "half, not more": ([10] * 5 + [1] * 10, None),  # the 3 largest hold 30 of 60
+    "few rows": ([5, 1, 0], None),  # 1 row holds most, of no more than 3 rows
+    "no error": ([0, 0, 0], None),
+    "infinite": ([math.inf, 1, 2, 0], "mae inf comes from 1 row (id a)"),
+    "too many infinite": ([math.inf] * 4 + [1], None),
+}
+
+
+@pytest.mark.parametrize("case", NOTES, ids=list(NOTES))
+def test_mae_note_names_the_few_rows_it_comes_from(case: str) -> None:
+    values, want = NOTES[case]
+    ids = [chr(ord("a") + i) for i in range(len(values))]
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "label": ["unparseable" if v is None else "fail" for v in values],
+            "abs_error": [math.nan if v is None else v for v in values],
+        }
+    )
+    errors = AbsErrors("id")
+    for start in range(0, len(frame), 2):  # in batches of two rows
+        errors.add(frame.iloc[start : start + 2].reset_index(drop=True))
+    counted = [v for v in values if v is not None]
+    assert errors.note(sum(counted) / len(counted)) == want

@@ -7,7 +7,8 @@
 - `numeric_diff_scorer` / `make_numeric_diff_scorer` give a scorer for ``mlflow.genai.evaluate``,
   one row at a time, with two feedbacks per row: ``numeric_diff/score`` (the score) and
   ``numeric_diff/passed`` (a boolean), logged as ``numeric_diff/score/mean`` (the mean score)
-  and ``numeric_diff/passed/mean`` (the pass rate).
+  and ``numeric_diff/passed/mean`` (the pass rate). `log_numeric_diff_aggregates` then logs
+  every SPEC §3 aggregate of the feedbacks as ``numeric_diff/<name>``, as the metric does.
 
 Both adapters read the same options (SPEC §2), validated once into an `Options`.
 """
@@ -182,7 +183,7 @@ class _NumericDiffScorer(Scorer):
             )
         result = score(outputs, expectations[self.expected_key], self._options)
         source = AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=self.name)
-        metadata = {"label": result.label}
+        metadata = {"label": result.label, **_numbers(result, self._options.units != "none")}
         return [
             Feedback(
                 name=f"{self.name}/score",
@@ -200,6 +201,71 @@ class _NumericDiffScorer(Scorer):
                 metadata=metadata,
             ),
         ]
+
+
+_NUMBERS = ("output_value", "expected_value", "abs_error")
+"""A row's numbers in its feedbacks' metadata (text that reads back as the same float), for
+`log_numeric_diff_aggregates`; ``output_unit`` too with units on."""
+
+
+def _numbers(result: ScoreResult, units: bool) -> dict[str, str]:
+    numbers = {name: getattr(result, name) for name in _NUMBERS}
+    found = {k: repr(float(v)) for k, v in numbers.items() if v is not None and not math.isnan(v)}
+    return {**found, "output_unit": result.output_unit or ""} if units else found
+
+
+def log_numeric_diff_aggregates(result: Any, name: str = METRIC_NAME) -> dict[str, float]:
+    """Log every SPEC §3 aggregate of a numeric diff scorer's feedbacks on the run of
+    ``result`` (what ``mlflow.genai.evaluate`` returned) as ``<name>/<aggregate>``, the keys
+    and values the CLI and the evaluate metric log for the same rows; also added to
+    ``result.metrics``. ``name`` is the scorer's. Rows whose scorer failed are left out, as
+    MLflow leaves them out of its means. Returns the metrics logged.
+
+    The scorer cannot log them itself: MLflow aggregates each feedback name apart (a scorer's
+    ``aggregations`` get the list of one feedback's values and are logged as
+    ``<feedback>/<aggregation>``), while the pass rate's interval, ``mae`` or the no-answer
+    rate need several of a row's numbers together. They are in each score feedback's metadata.
+    """
+    import mlflow
+
+    frame = getattr(result, "result_df", None)
+    if frame is None or "assessments" not in frame:
+        raise InputError("the evaluation result holds no rows (result_df is None)")
+    rows = [row for row in (_row(a, name, result.run_id) for a in frame["assessments"]) if row]
+    if not rows:
+        raise InputError(f"the evaluation result holds no {name + '/score'!r} feedback")
+    columns = {key: [row[key] for row in rows] for key in ("score", "passed", "label", *_NUMBERS)}
+    if any("output_unit" in row for row in rows):  # units on (SPEC §2.2): units counted
+        columns["output_unit"] = [row.get("output_unit") or None for row in rows]
+    metrics = {
+        f"{name}/{key}": float(value)
+        for key, value in aggregate(columns).items()
+        if not math.isnan(value)
+    }
+    mlflow.log_metrics(metrics, run_id=result.run_id)
+    result.metrics.update(metrics)
+    return metrics
+
+
+def _row(assessments: Any, name: str, run_id: str) -> dict[str, Any] | None:
+    """A row's results as its two feedbacks give them, or None when it has none."""
+    from mlflow.tracing.constant import AssessmentMetadataKey
+
+    found = {}
+    for item in assessments if isinstance(assessments, list) else []:
+        metadata = item.get("metadata") or {}
+        if metadata.get(AssessmentMetadataKey.SOURCE_RUN_ID, run_id) == run_id:
+            found[item.get("assessment_name")] = item
+    scored, passed = found.get(f"{name}/score"), found.get(f"{name}/passed")
+    if scored is None or passed is None:
+        return None
+    value, ok = (item.get("feedback", {}).get("value") for item in (scored, passed))
+    if value is None or ok is None:  # the scorer failed on this row
+        return None
+    metadata = scored.get("metadata") or {}
+    row = {"score": float(value), "passed": bool(ok), "label": metadata.get("label")}
+    row |= {key: float(metadata.get(key) or math.nan) for key in _NUMBERS}
+    return row | ({"output_unit": metadata["output_unit"]} if "output_unit" in metadata else {})
 
 
 def _field_type(spec: OptionSpec) -> Any:
@@ -257,6 +323,7 @@ numeric_diff_scorer = make_numeric_diff_scorer()
 __all__ = [
     "METRIC_NAME",
     "NumericDiffScorer",
+    "log_numeric_diff_aggregates",
     "make_numeric_diff_metric",
     "make_numeric_diff_scorer",
     "metric_value",

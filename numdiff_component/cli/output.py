@@ -15,32 +15,32 @@ if TYPE_CHECKING:
 
 
 def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str]:
-    """The aggregates as an aligned table, each with its standard error where one exists."""
-    from numdiff_component.aggregate import pass_rate_stderr
+    """The aggregates as an aligned table, each with its 95% interval where one exists."""
+    from numdiff_component.aggregate import interval
 
-    n = aggregates["n_rows"]
-    rate = aggregates["pass_rate"]
+    def number(name: str, digits: str = ".4f") -> str:
+        value = aggregates[name]
+        return "n/a" if math.isnan(value) else f"{value:{digits}}"
+
     rows = [
-        ("mean_score", f"{aggregates['mean_score']:.4f}", aggregates["mean_score_stderr"], ""),
-        ("pass_rate", f"{rate:.4f}", pass_rate_stderr(rate, n), f"score >= {threshold:g}"),
-        (
-            "mae",
-            "n/a" if math.isnan(aggregates["mae"]) else f"{aggregates['mae']:.6g}",
-            math.nan,
-            "",  # when inf, a note says what MLflow holds instead (job.INFINITE_MAE)
-        ),
-        ("rows", f"{int(n):,}", math.nan, ""),
-        ("unparseable", f"{int(aggregates['n_unparseable']):,}", math.nan, "no number on a side"),
+        ("mean_score", number("mean_score"), "mean_score", ""),
+        ("pass_rate", number("pass_rate"), "pass_rate", f"score >= {threshold:g}"),
+        # when inf, a note says what MLflow holds instead (job.INFINITE_MAE)
+        ("mae", number("mae", ".6g"), "", f"median {number('median_abs_error', '.6g')}"),
+        ("no answer", number("no_answer_rate"), "", "no_answer_rate: outputs with no number"),
+        ("rows", f"{int(aggregates['n_rows']):,}", "", ""),
+        ("unparseable", f"{int(aggregates['n_unparseable']):,}", "", "no number on a side"),
     ]
     if "n_unit_mismatch" in aggregates:  # units on (SPEC §2.2)
         rows += [
-            ("mismatched", f"{int(aggregates['n_unit_mismatch']):,}", math.nan, "unit_mismatch"),
-            ("unit missing", f"{int(aggregates['n_unit_missing']):,}", math.nan, "unit_missing"),
+            ("mismatched", f"{int(aggregates['n_unit_mismatch']):,}", "", "unit_mismatch"),
+            ("unit missing", f"{int(aggregates['n_unit_missing']):,}", "", "unit_missing"),
         ]
-    lines = [f"  {'':<12} {'value':>10}  {'std. error':>10}"]
-    for name, value, stderr, note in rows:
-        err = "" if math.isnan(stderr) else f"{stderr:.4f}"
-        lines.append(f"  {name:<12} {value:>10}  {err:>10}  {note}".rstrip())
+    lines = [f"  {'':<12} {'value':>10}  95% interval"]
+    for name, value, of, note in rows:
+        bounds = interval(aggregates, of) if of else None
+        shown = "" if bounds is None else f"[{bounds[0]:.4f}, {bounds[1]:.4f}]"
+        lines.append(f"  {name:<12} {value:>10}  {shown:<16}  {note}".rstrip())
     return lines
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from numdiff_component.aggregate import BOUNDS
 from numdiff_component.compare.comparison import TEST_NAME, Comparison
 from numdiff_component.errors import visible
 
@@ -67,6 +68,8 @@ def format_text(
         f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
     ]
     for name, values in comparison.aggregates.items():
+        if name.endswith(BOUNDS):  # each side's intervals: in its own report
+            continue
         cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
         line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
         if "diff_stderr" in values and not math.isnan(values["diff_stderr"]):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numdiff_component.aggregate import Totals
+from numdiff_component.aggregate import AbsErrors, Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
@@ -98,6 +98,7 @@ INFINITE_MAE = "mae is inf, logged to MLflow as 1.797e+308 (MLflow stores no inf
 @dataclass
 class _Collected:
     totals: Totals
+    errors: AbsErrors  # for the median absolute error and where mae comes from
     first: pd.DataFrame  # the first input rows, for the dataset's schema
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
     report: ReportBuilder | None
@@ -144,6 +145,7 @@ def _collect(
     """Add up the result batches: totals, the first input rows, the rows to log, the report."""
     totals, first = Totals(), None
     scoring = config.scoring
+    errors = AbsErrors(scoring.id_col)
     hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
     kept: list[pd.DataFrame] | None = []
     report = None
@@ -160,6 +162,7 @@ def _collect(
             report.add(results)
         hint.add(results)
         totals += Totals.of(results)
+        errors.add(results)
         few = totals.n <= LOG_TABLE_MAX_ROWS and len(results.columns) <= LOG_TABLE_MAX_COLUMNS
         kept = kept if kept is not None and few else None
         if kept is not None:
@@ -170,7 +173,7 @@ def _collect(
         raise InputError(f"no rows to score in {source!r}")
     if importing is not None:
         importing.join()
-    return _Collected(totals, first, kept, report, hint)
+    return _Collected(totals, errors, first, kept, report, hint)
 
 
 def _import_mlflow_aside() -> threading.Thread:
@@ -267,10 +270,13 @@ def _run(
     progress: Callable[[int], None] | None,
 ) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
-    aggregates = collected.totals.aggregates()
+    aggregates = collected.totals.aggregates(collected.errors.median())
     source = absolute(table.source)
     notes = collected.notes()
-    if math.isinf(aggregates["mae"]):  # said where the value is shown: terminal, reports, run
+    # Said where the value is shown: terminal, reports, run.
+    mae_note = collected.errors.note(aggregates["mae"])
+    notes += () if mae_note is None else (mae_note,)
+    if math.isinf(aggregates["mae"]):
         notes += (INFINITE_MAE,)
     report = collected.report
     # Making the report and importing MLflow take a second or more each: done side by side.

@@ -12,7 +12,6 @@ templates by `numdiff_component.report.render` (every user string escaped for it
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.aggregate import BOUNDS, headline, interval, lowest
 from numdiff_component.options import Options
 from numdiff_component.process import ForkedCall
 from numdiff_component.report.plots import (
@@ -38,9 +37,11 @@ from numdiff_component.task.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_P
 __all__ = ["ReportBuilder"]
 
 _ROW = "row"  # position of a row in the whole table, counted from 1 over all batches
-_STDERR_NOTE = (
-    "Standard error of `mean_score`: sample standard deviation of the scores / √n; of "
-    "`pass_rate`: the same for the pass/fail indicator, √(p(1-p)/(n-1))."
+_INTERVAL_NOTE = (
+    "95% intervals: of `mean_score`, Student's t on `mean_score_stderr` (the sample standard "
+    "deviation of the scores / √n), clipped to [0, 1]; of `pass_rate`, Wilson's score interval. "
+    "`mae` and `median_abs_error` are over the rows with a number on both sides; "
+    "`no_answer_rate` is the share of outputs with no number."
 )
 
 
@@ -130,7 +131,7 @@ class ReportBuilder:
         self.failed_counts += np.histogram(scores[failed], bins=self.edges)[0]
 
         with_numbers = np.flatnonzero(parsed)
-        drawn = with_numbers[_lowest(keys[with_numbers], self.sample_size)]
+        drawn = with_numbers[lowest(keys[with_numbers], self.sample_size)]
         candidates = pd.DataFrame(
             {
                 "key": keys[drawn],
@@ -141,9 +142,9 @@ class ReportBuilder:
         )
         self._sample = _smallest(self._sample, candidates, ["key"], self.sample_size)
         failing = np.flatnonzero(failed)
-        lowest = failing[_lowest(scores[failing], self.worst_k)]
+        worst = failing[lowest(scores[failing], self.worst_k)]
         self._failing = _smallest(
-            self._failing, self._rows(batch, lowest, first_row), ["score", _ROW], self.worst_k
+            self._failing, self._rows(batch, worst, first_row), ["score", _ROW], self.worst_k
         )
         if len(self._unparseable) < self.worst_k:
             first = np.flatnonzero(~parsed)[: self.worst_k - len(self._unparseable)]
@@ -257,7 +258,7 @@ class ReportBuilder:
             "source": text(source, None),
             "counts": self._counts(),
             "aggregates": self._aggregates(aggregates),
-            "stderr_note": _STDERR_NOTE,
+            "interval_note": _INTERVAL_NOTE,
             "options": self._options(),
             "failing_title": self._failing_title(),
             "failing": cells(self.failing()),
@@ -269,8 +270,9 @@ class ReportBuilder:
     def summary(
         self, aggregates: Mapping[str, float], source: str, notes: Sequence[str] = ()
     ) -> str:
-        """The Markdown summary: headline, notes, input, aggregates with standard errors,
-        options, where the plots are, the failing rows and the unparseable rows."""
+        """The Markdown summary: the headline, notes and input, the failing rows and the
+        unparseable rows, where the plots are, the aggregates with their intervals, the
+        options."""
         names = {"report": REPORT_HTML, "histogram": HISTOGRAM_PNG, "scatter": SCATTER_PNG}
         return render("summary.md.j2", names=names, **self._context(aggregates, source, notes))
 
@@ -294,7 +296,7 @@ class ReportBuilder:
         ]
         context = self._context(aggregates, source, notes)
         kinds = {h: kind(h) for h in [*context["failing"][0], *context["unparseable"][0]]}
-        kinds |= {h: kind(h) for h in ("aggregate", "value", "standard error", "option", "setting")}
+        kinds |= {h: kind(h) for h in ("aggregate", "value", "95% interval", "option", "setting")}
         return render("report.html.j2", plots=plots, kinds=kinds, **context)
 
     def _totals(self, aggregates: Mapping[str, float]) -> Mapping[str, float]:
@@ -306,20 +308,17 @@ class ReportBuilder:
         return f"{plural(self.n_rows, 'row', count=True)} ({self.n_unparseable:,} unparseable)"
 
     def _aggregates(self, aggregates: Mapping[str, float]) -> list[list[str]]:
-        pass_rate = aggregates.get("pass_rate", math.nan)
-        stderrs = {
-            "mean_score": aggregates.get("mean_score_stderr", math.nan),
-            "pass_rate": pass_rate_stderr(pass_rate, aggregates.get("n_rows", self.n_rows)),
-        }
-        return [
-            [
-                str(name),
-                number(name, value),
-                number(name, stderrs[name]) if name in stderrs else "",
-            ]
-            for name, value in aggregates.items()
-            if name != "mean_score_stderr"
-        ]
+        """Each aggregate with its 95% interval beside it (the bounds are not rows of their own)."""
+        rows = []
+        for name, value in aggregates.items():
+            if name.endswith(BOUNDS):
+                continue
+            bounds = interval(aggregates, name)
+            shown = (
+                "" if bounds is None else f"[{number(name, bounds[0])}, {number(name, bounds[1])}]"
+            )
+            rows.append([str(name), number(name, value), shown])
+        return rows
 
     def _options(self) -> list[list[str]]:
         """Each option and column as the run's params say it (``true``, ``answer``)."""
@@ -340,16 +339,6 @@ class ReportBuilder:
     def _unparseable_title(self) -> str:
         shown = min(self.worst_k, self.n_unparseable)
         return f"Unparseable rows ({shown:,} shown of {self.n_unparseable:,})"
-
-
-def _lowest(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` smallest values, by value then position, in linear time."""
-    if len(values) <= k:
-        return np.argsort(values, kind="stable")
-    kth = np.partition(values, k - 1)[k - 1]
-    below = np.flatnonzero(values < kth)
-    index = np.concatenate([below, np.flatnonzero(values == kth)[: k - len(below)]])
-    return index[np.argsort(values[index], kind="stable")]
 
 
 def _smallest(kept: pd.DataFrame, new: pd.DataFrame, by: list[str], k: int) -> pd.DataFrame:

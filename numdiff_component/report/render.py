@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import jinja2
 
 CELL_CHARS = 60
-NUMERIC = {"row", "output value", "expected value", "score", "value", "standard error"}
+NUMERIC = {"row", "output value", "expected value", "score", "value", "95% interval"}
 TEXT = {"id", "output", "expected"}
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 

@@ -37,10 +37,15 @@ class Evaluation:
         """The run's description (Markdown): the headline, the input, the gate. Every string a
         user gave (the input, the notes) is shown as inert text, as in ``summary.md``: no code
         span, link, image, heading or HTML can come out of it."""
-        unparseable = int(self.aggregates["n_unparseable"])
-        summary = f"{headline(self.aggregates)}; {unparseable:,} unparseable"
-        if "n_unit_mismatch" in self.aggregates:  # units on (SPEC §2.2)
-            summary += f"; {int(self.aggregates['n_unit_mismatch']):,} unit mismatches"
+        got = self.aggregates
+        summary = f"{headline(got)}; {int(got['n_unparseable']):,} unparseable"
+        if "n_unit_mismatch" in got:  # units on (SPEC §2.2)
+            summary += f"; {int(got['n_unit_mismatch']):,} unit mismatches"
+        summary += f"; no answer in {got['no_answer_rate']:.1%} of the outputs"
+        if not math.isnan(got["mae"]):
+            summary += (
+                f"; mae {got['mae']:.6g}, median absolute error {got['median_abs_error']:.6g}"
+            )
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it

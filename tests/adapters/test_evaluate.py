@@ -6,6 +6,7 @@ import math
 import pickle
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -20,12 +21,15 @@ from numdiff_component import (
     OptionError,
     Options,
     aggregate,
+    log_numeric_diff_aggregates,
     make_numeric_diff_metric,
     make_numeric_diff_scorer,
     numeric_diff_metric,
     numeric_diff_scorer,
     score_frame,
 )
+from tests.fixtures.commands import invoke
+from tests.fixtures.tables import write_table
 
 TEXT_TABLE = pd.DataFrame(
     {
@@ -151,6 +155,7 @@ def test_metric_reports_every_aggregate_but_nan_ones() -> None:
     value = numeric_diff_metric.eval_fn(pd.Series(["n/a"]), pd.Series(["3"]))
     assert set(value.aggregate_results) == set(AGGREGATE_NAMES) - {
         "mae",
+        "median_abs_error",
         "mean_score_stderr",
         "mean_score_ci_low",
         "mean_score_ci_high",
@@ -255,7 +260,7 @@ def test_scorer_row_without_a_number_scores_zero() -> None:
     assert (score_fb.value, passed_fb.value) == (0.0, False)
     assert score_fb.error is None
     assert score_fb.rationale == "no number in the output: score 0 (unparseable)"
-    assert score_fb.metadata == {"label": "unparseable"}
+    assert score_fb.metadata == {"label": "unparseable", "expected_value": "12.0"}
 
 
 def test_scorer_reads_its_expected_key_and_names_a_missing_one() -> None:
@@ -374,27 +379,52 @@ def test_deprecated_mlflow_evaluate_works_too() -> None:
 
 
 @pytest.mark.slow
-def test_genai_evaluate_logs_mean_score_and_pass_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_entry_point_logs_the_same_metrics(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The CLI, the evaluate metric and the genai scorer (with `log_numeric_diff_aggregates`)
+    log the same ``numeric_diff/<name>`` for every aggregate on one table (``mlflow run``:
+    tests/e2e/test_mlproject.py)."""
     monkeypatch.setenv("MLFLOW_GENAI_EVAL_MAX_WORKERS", "1")  # the guide's setting for sqlite
+    table = TEXT_TABLE.iloc[:-1].assign(question=[f"q{i}" for i in range(len(TEXT_TABLE) - 1)])
+    want = _expected_metrics(table, threshold=0.9)
+    assert {"numeric_diff/mae", "numeric_diff/median_abs_error"} <= set(want)
+    assert want["numeric_diff/no_answer_rate"] > 0 and 0 < want["numeric_diff/pass_rate"] < 1
+
+    done = invoke("score", str(write_table(table, tmp_path / "t.csv")), "--threshold", "0.9")
+    assert done.returncode == 0, done.stderr
+    run_id = next(
+        line.split()[1] for line in done.stdout.splitlines() if line.split()[:1] == ["run"]
+    )
+    by_cli = _run_metrics(run_id)
+
+    metric = make_numeric_diff_metric(threshold=0.9)
+    with mlflow.start_run() as run:
+        mlflow.models.evaluate(
+            data=table, predictions="output", targets="expected", extra_metrics=[metric]
+        )
+    by_metric = _run_metrics(run.info.run_id)
+
     rows = [
         {"inputs": {"question": q}, "outputs": o, "expectations": {"expected": e}}
-        for q, o, e in zip(SAMPLE.question, SAMPLE.output, SAMPLE.expected, strict=True)
+        for q, o, e in zip(table.question, table.output, table.expected, strict=True)
     ]
     result = mlflow.genai.evaluate(data=rows, scorers=[make_numeric_diff_scorer(threshold=0.9)])
-
-    aggregates = aggregate(score_frame(SAMPLE, threshold=0.9))
-    expected = {
-        "numeric_diff/score/mean": aggregates["mean_score"],
-        "numeric_diff/passed/mean": aggregates["pass_rate"],
-    }
-    assert result.metrics == pytest.approx(expected)
-    assert {k: v for k, v in _run_metrics(result.run_id).items() if k in expected} == (
-        pytest.approx(expected)
+    assert result.metrics["numeric_diff/score/mean"] == pytest.approx(
+        want["numeric_diff/mean_score"]
     )
-    table = result.tables["eval_results"]
-    assert sorted(table["numeric_diff/score/value"]) == sorted(score_frame(SAMPLE)["score"])
+    assert result.metrics["numeric_diff/passed/mean"] == pytest.approx(
+        want["numeric_diff/pass_rate"]
+    )
+    logged = log_numeric_diff_aggregates(result)
+    by_scorer = _run_metrics(result.run_id)
+    assert logged == {k: v for k, v in by_scorer.items() if k in logged}
+
+    for name, got in (("cli", by_cli), ("metric", by_metric), ("scorer", by_scorer)):
+        assert {k: v for k, v in got.items() if k in want} == pytest.approx(want, rel=1e-12), name
+    table_rows = result.tables["eval_results"]
     assert "no number in the output: score 0 (unparseable)" in set(
-        table["numeric_diff/score/rationale"]
+        table_rows["numeric_diff/score/rationale"]
     )
 
 

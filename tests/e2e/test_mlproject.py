@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import yaml
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from numdiff_component import AGGREGATE_NAMES, aggregate
 from numdiff_component.cli.main import score
 from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
@@ -165,6 +167,12 @@ def test_mlflow_run_with_no_parameters_scores_the_sample(
     sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
     results = _check_run(run_id, len(sample), "numdiff_sample")
     assert list(results["id"]) == list(sample["id"])
+    # Every aggregate under the keys the evaluate metric and the genai scorer log them
+    # (tests/adapters/test_evaluate.py), with the values of the core on the same rows.
+    want = {f"numeric_diff/{k}": v for k, v in aggregate(results).items() if not math.isnan(v)}
+    assert set(want) == {f"numeric_diff/{name}" for name in AGGREGATE_NAMES}
+    metrics = MlflowClient().get_run(run_id).data.metrics
+    assert {k: v for k, v in metrics.items() if k in want} == pytest.approx(want, rel=1e-12)
     # Nobody named the run: it is named from its input, not with a made-up name.
     assert MlflowClient().get_run(run_id).info.run_name == "numdiff sample.csv"
 

@@ -273,10 +273,14 @@ def test_result_types_and_nulls(frames: tuple[pd.DataFrame, Any]) -> None:
 @pytest.mark.parametrize("options", [OPTION_SETS[0], OPTION_SETS[-1]], ids=["defaults", "all"])
 def test_aggregates_equal_pandas(frames: tuple[pd.DataFrame, Any], options: dict[str, Any]) -> None:
     pdf, sdf = frames
-    want = aggregate(score_frame(pdf, **options))
+    scored = score_frame(pdf, **options)
+    want = aggregate(scored)
     got = aggregate_spark(score_spark(sdf, **options))
-    assert list(got) == list(want)
+    assert list(got) == list(want)  # the intervals, no_answer_rate and median_abs_error too
     assert got == pytest.approx(want, rel=1e-12, nan_ok=True)
+    # Spark's exact median, not an approximate percentile: numpy's over the rows mae counts.
+    errors = scored["abs_error"][scored["label"] != "unparseable"]
+    assert got["median_abs_error"] == pytest.approx(float(np.median(errors)), rel=1e-15)
     assert isinstance(got["n_rows"], int) and isinstance(got["n_unparseable"], int)
 
 
@@ -310,6 +314,7 @@ def test_aggregates_of_one_unparseable_row(spark: Any) -> None:
     sdf = spark.createDataFrame([(None, "12")], "output void, expected string")  # NullType
     got = aggregate_spark(score_spark(sdf))
     assert math.isnan(got["mae"]) and math.isnan(got["mean_score_stderr"])
+    assert math.isnan(got["median_abs_error"])
     assert (got["n_rows"], got["n_unparseable"], got["mean_score"]) == (1, 1, 0.0)
 
 

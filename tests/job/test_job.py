@@ -134,7 +134,9 @@ def test_a_run_explains_itself_in_the_ui(tmp_path: Path, tracking_uri: str) -> N
     agg = outcome.evaluation.aggregates
     n_passed = round(agg["pass_rate"] * N)
     description = run.data.tags["mlflow.note.content"]
-    assert f"Mean score {agg['mean_score']:.4f} ± {agg['mean_score_stderr']:.4f}" in description
+    low, high = agg["mean_score_ci_low"], agg["mean_score_ci_high"]
+    assert f"Mean score {agg['mean_score']:.4f} [{low:.4f}, {high:.4f}]" in description
+    assert f"no answer in {agg['no_answer_rate']:.1%} of the outputs" in description
     assert f"passed {n_passed} of {N} rows" in description and markdown(source) in description
     assert run.data.tags["numeric_diff.input"] == source  # absolute, as given here
     assert run.data.tags["numeric_diff.engine"] == "pandas"
@@ -190,13 +192,16 @@ def test_a_note_names_the_preset_that_would_read_the_answers(
     summary = (tmp_path / "summary.md").read_text()
     description = MlflowClient().get_run(str(outcome.run_id)).data.tags["mlflow.note.content"]
     if preset == "none":  # the first number of each chain of thought: every row fails
-        said, option, *_ = outcome.evaluation.notes  # the preset, then single options
-        assert said.startswith(note) and "of the 10 failing rows (pass rate 0.0000 -> " in said
-        assert option.startswith("--pick last (-P pick=last) would pass 7 of the 10 failing")
-        assert markdown(option) in description
+        said, *others = outcome.evaluation.notes
+        assert (
+            said.startswith(note) and "of the 10 failing rows (pass rate 0.0000 -> 1.0000)" in said
+        )
+        # The preset passes all 10: no single option (--pick last passes 7) is worth a line.
+        assert not any(other.startswith("--") for other in others)
         assert "--preset answers" in summary and markdown(note) in description  # escaped
     else:  # reading the final answer: nothing to say
-        assert outcome.evaluation.notes == () and "--preset" not in summary + description
+        assert not any(said.startswith("--preset") for said in outcome.evaluation.notes)
+        assert "--preset" not in summary + description
 
 
 def test_each_plot_is_stored_once_where_the_ui_shows_it(tmp_path: Path, tracking_uri: str) -> None:

@@ -96,15 +96,20 @@ def test_summary_has_headline_aggregates_options_and_the_planted_failures(
     text = (build(results).write(tmp_path, aggregates, "preds.csv")[2]).read_text()
     lines = text.splitlines()
     n_passed = int(results["passed"].sum())
-    assert lines[2] == (
-        f"**Mean score {aggregates['mean_score']:.4f} ± {aggregates['mean_score_stderr']:.4f}"
-        f" · passed {n_passed} of 300 rows ({n_passed / 300:.1%})**"
-    )
+    assert lines[2] == f"**{_headline(aggregates, n_passed)}**"
     assert lines[4] == "Input: preds\\.csv, 300 rows (2 unparseable)."
-    assert f"| mean\\_score | {aggregates['mean_score']:.6g} | " in text
-    assert f"{aggregates['mean_score_stderr']:.6g} |" in text
-    rate_stderr = pass_rate_stderr(aggregates["pass_rate"], 300)
-    assert f"| pass\\_rate | {aggregates['pass_rate']:.6g} | {rate_stderr:.6g} |" in text
+    # The report opens on the failing rows; the aggregates and the options come last.
+    headings = [line for line in lines if line.startswith("## ")]
+    assert [h.split(" (")[0] for h in headings] == [
+        "## Failing rows", "## Unparseable rows", "## Plots", "## Aggregates", "## Options"
+    ]  # fmt: skip
+    for name in ("mean_score", "pass_rate"):  # each interval beside its value, not a row
+        low, high = (aggregates[f"{name}_ci_{b}"] for b in ("low", "high"))
+        escaped = name.replace("_", "\\_")
+        assert f"| {escaped} | {aggregates[name]:.6g} | \\[{low:.6g}, {high:.6g}\\] |" in text
+    assert "ci\\_low" not in text and "ci\\_high" not in text
+    assert f"| mean\\_score\\_stderr | {aggregates['mean_score_stderr']:.6g} |" in text
+    assert f"| no\\_answer\\_rate | {aggregates['no_answer_rate']:.6g} |" in text
     assert "| threshold | 0.99 |" in text and "| pick | first |" in text
     assert "| id\\_col | id |" in text  # as the params say it, not a Python repr
     failing = text.split("## Failing rows (3 shown of 3, lowest scores first)")[1]
@@ -115,6 +120,19 @@ def test_summary_has_headline_aggregates_options_and_the_planted_failures(
     assert table_rows[0] == ["151", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
     unparseable = text.split("## Unparseable rows (2 shown of 2)")[1]
     assert "| 8 | r007 | no idea |" in unparseable and "| 9 | r008 | n/a |" in unparseable
+
+
+def _headline(aggregates: dict[str, float], n_passed: int) -> str:
+    bounds = [
+        aggregates[f"{name}_ci_{b}"]
+        for name in ("mean_score", "pass_rate")
+        for b in ("low", "high")
+    ]
+    return (
+        f"Mean score {aggregates['mean_score']:.4f} [{bounds[0]:.4f}, {bounds[1]:.4f}]"
+        f" · passed {n_passed} of 300 rows, {n_passed / 300:.1%} [{bounds[2]:.1%}, {bounds[3]:.1%}]"
+        " (95% intervals)"
+    )
 
 
 def table(markdown: str) -> list[list[str]]:
@@ -192,7 +210,7 @@ class Tags(HTMLParser):
 
 EMITTED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "div", "img",
-    "table", "thead", "tbody", "tr", "th", "td",
+    "table", "thead", "tbody", "tr", "th", "td", "details", "summary",
 }  # fmt: skip
 
 
@@ -225,13 +243,13 @@ def test_html_report_is_self_contained_with_the_summary_content(
     n_passed = int(results["passed"].sum())
     texts = [t for t in parser.text if t.strip()]
     assert texts[:3:2] == ["Numeric diff report"] * 2  # the title, then the style, the heading
-    assert texts[3] == (
-        f"Mean score {aggregates['mean_score']:.4f} ± {aggregates['mean_score_stderr']:.4f}"
-        f" · passed {n_passed} of 300 rows ({n_passed / 300:.1%})"
-    )
+    assert texts[3] == _headline(aggregates, n_passed)
+    assert "<details><summary>Options</summary>" in page  # the options, collapsed, come last
+    assert page.index("Failing rows") < page.index("<h2>Plots") < page.index("<details>")
     for expected in (
         "preds.csv", "300 rows (2 unparseable)", f"{aggregates['pass_rate']:.6g}",
-        f"{pass_rate_stderr(aggregates['pass_rate'], 300):.6g}", "threshold", "first",
+        f"[{aggregates['pass_rate_ci_low']:.6g}, {aggregates['pass_rate_ci_high']:.6g}]",
+        "threshold", "first",
         "id_col", "Failing rows (3 shown of 3, lowest scores first)", "bad-2",
         "Unparseable rows (2 shown of 2)", "no idea",
     ):  # fmt: skip
@@ -300,8 +318,10 @@ def test_edge_cases_still_give_a_report(case: str, tmp_path: Path) -> None:
         assert "No row with a number on both sides failed." in text
         assert "| mae | n/a |" in text
     if len(results) == 1:
-        assert "| mean\\_score | 0.714286 | n/a |" in text  # no standard error from one row
-        assert "**Mean score 0.7143 · passed 0 of 1 rows (0.0%)**" in text
+        assert "| mean\\_score | 0.714286 |  |" in text  # no interval for the mean of one row
+        assert (
+            "**Mean score 0.7143 · passed 0 of 1 rows, 0.0% [0.0%, 79.3%] (95% intervals)**" in text
+        )
     parse(paths[3].read_text())
 
 
@@ -394,7 +414,7 @@ def test_hostile_cells_are_inert_text_in_the_summary(hostile: tuple[str, str]) -
     for forbidden in ("<", "![", "](", "javascript:", "http:", "www.", "\x1b", "\u202e"):
         assert forbidden not in summary
     rows = table(summary.split("## Failing rows")[1].split("## Unparseable")[0])
-    rows += table(summary.split("## Unparseable rows")[1])
+    rows += table(summary.split("## Unparseable rows")[1].split("## Plots")[0])
     assert len(rows) == len(ATTACKS)
     # Each cell shows as itself once rendered, and nothing in it is left unescaped.
     assert sorted(unmarkdown(row[1]) for row in rows) == sorted(shown(a) for a in ATTACKS)
