@@ -112,6 +112,23 @@ def cli() -> None:
     help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).",
 )
 @click.option(
+    "--baseline",
+    default="",
+    metavar="RUN",
+    help="Compare the new run with RUN (a run id or name, or a results file) on the ids both "
+    "hold, and log the difference and the verdict.",
+)
+@click.option(
+    "--fail-if-worse",
+    type=click.BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=False,
+    metavar="[true|false]",
+    help="Exit 1 when the new run is significantly worse than --baseline (McNemar p < 0.05, "
+    "more regressions than improvements).",
+)
+@click.option(
     "--engine",
     type=click.Choice(["pandas", "spark"]),
     default="pandas",
@@ -136,6 +153,8 @@ def score(
     run_name: str | None,
     results_dir: str | None,
     fail_under: float,
+    baseline: str,
+    fail_if_worse: bool,
     engine: str,
     no_plots: bool,
     quiet: bool,
@@ -175,6 +194,8 @@ def score(
         plots=not no_plots,
         engine=engine,
         fail_under=fail_under or None,  # 0: no gate
+        baseline=baseline or None,  # the MLproject passes "" for none
+        fail_if_worse=fail_if_worse,
     )
     if engine == "spark":
         import warnings
@@ -188,9 +209,9 @@ def score(
         print_outcome(outcome)
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results)
-    gate = outcome.evaluation.gate
-    if gate is not None and not gate.passed:
-        fail(gate.message, EXIT_GATE)
+    failed = [gate.message for gate in outcome.evaluation.gates() if not gate.passed]
+    if failed:
+        fail("; ".join(failed), EXIT_GATE)
 
 
 SAMPLE = "sample"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
+from numdiff_component.job.baseline import VsBaseline
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.gate import Gate
 from numdiff_component.job.results import PREFIX
@@ -32,6 +33,14 @@ class Evaluation:
     gate: Gate | None = None
     notes: tuple[str, ...] = ()  # one-line hints shown with the results
     reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
+    vs_baseline: VsBaseline | None = None  # ``--baseline``, with its gate ``--fail-if-worse``
+
+    def gates(self) -> list[Gate | VsBaseline]:
+        """The quality gates asked for: ``--fail-under``, ``--fail-if-worse``."""
+        found: list[Gate | VsBaseline] = [] if self.gate is None else [self.gate]
+        if self.vs_baseline is not None and self.vs_baseline.fail_if_worse:
+            found.append(self.vs_baseline)
+        return found
 
     def description(self) -> str:
         """The run's description (Markdown): the headline, the input, the gate. Every string a
@@ -45,6 +54,10 @@ class Evaluation:
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it
             lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]
+        if self.vs_baseline is not None:
+            lines += ["", _inert(self.vs_baseline.message)]
+            if self.vs_baseline.fail_if_worse:
+                lines[-1] += f" Gate --fail-if-worse {self.vs_baseline.outcome}."
         return "\n".join(lines)
 
 
@@ -86,6 +99,12 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
+def run_metrics(evaluation: Evaluation) -> dict[str, float]:
+    """The run's metrics: the aggregates' (`metrics`), and those against the baseline."""
+    baseline = {} if evaluation.vs_baseline is None else evaluation.vs_baseline.metrics()
+    return metrics(evaluation.aggregates) | baseline
+
+
 def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
     """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
     pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
@@ -102,8 +121,9 @@ def tags(evaluation: Evaluation) -> dict[str, str]:
         f"{PREFIX}.input": evaluation.source,
         f"{PREFIX}.engine": evaluation.engine,
     }
-    if evaluation.gate is not None:
-        values[f"{PREFIX}.gate"] = evaluation.gate.outcome
+    gates = evaluation.gates()
+    if gates:
+        values[f"{PREFIX}.gate"] = "passed" if all(g.passed for g in gates) else "failed"
     return values
 
 

@@ -261,6 +261,12 @@ class RunResults:
     params: Mapping[str, str] = field(default_factory=dict)
     status: str | None = None  # of a run: FINISHED, RUNNING, FAILED, KILLED
     deleted: bool = False  # a run in the trash of its experiment
+    run_name: str | None = None  # of a run
+
+    @property
+    def label(self) -> str:
+        """What names it to a person: ``name (run <id>)`` for a run, else the file as given."""
+        return f"{self.run_name} (run {self.source})" if self.run_name else self.source
 
     @property
     def id_col(self) -> str | None:

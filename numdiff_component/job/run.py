@@ -30,19 +30,21 @@ from numdiff_component.aggregate import Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import PresetAdvice, PresetHint
 from numdiff_component.inputs.sources import local_path
+from numdiff_component.job.baseline import against_baseline
 from numdiff_component.job.config import Engine, JobConfig, Source
 from numdiff_component.job.gate import Gate
 from numdiff_component.job.record import Evaluation
 from numdiff_component.job.results import (
     PREFIX,
     RESULTS_PARQUET,
+    RunResults,
     remove_temporary,
     results_folder,
 )
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
 from numdiff_component.tracking.boundary import LOG_TABLE_MAX_ROWS, import_mlflow
-from numdiff_component.tracking.records import log_evaluation
+from numdiff_component.tracking.records import load_results, log_evaluation
 from numdiff_component.tracking.settings import check_settings
 
 __all__ = ["ENGINES", "JobOutcome", "engine_for", "preset_note", "run_job"]
@@ -239,11 +241,20 @@ def run_job(
         check_settings()  # a bad setting is said before any work, not after it
     engine = engine or engine_for(config.engine)
     table = engine.open(config)
+    baseline = _baseline(config)
     with results_folder(config.results_dir, local_path(table.source)) as folder:
-        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress, baseline)
     if outcome.run_id is not None and config.results_dir is None:
         return JobOutcome(outcome.evaluation, outcome.run_id, kept=not remove_temporary(folder))
     return outcome
+
+
+def _baseline(config: JobConfig) -> RunResults | None:
+    """The results of the baseline run (``--baseline``), read before any scoring: a baseline
+    that cannot be read fails the job at once."""
+    if config.fail_if_worse and not config.baseline:
+        raise InputError("--fail-if-worse needs a baseline to be worse than: give --baseline RUN")
+    return load_results(config.baseline) if config.baseline else None
 
 
 def _run(
@@ -252,8 +263,12 @@ def _run(
     config: JobConfig,
     path: Path,
     progress: Callable[[int], None] | None,
+    baseline: RunResults | None = None,
 ) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
+    vs_baseline = None
+    if baseline is not None:  # before anything is logged: no shared id is bad input
+        vs_baseline = against_baseline(baseline, path, config.scoring, config.fail_if_worse)
     aggregates = collected.totals.aggregates()
     source = absolute(table.source)
     notes = collected.notes()
@@ -281,6 +296,7 @@ def _run(
         gate=None if config.fail_under is None else Gate(rate, config.fail_under),
         notes=notes,
         reports=tuple(reports),
+        vs_baseline=vs_baseline,
     )
     if not config.track:
         return JobOutcome(evaluation, None)

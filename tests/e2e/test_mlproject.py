@@ -28,7 +28,16 @@ HEADLINE = ["mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_
 
 
 COMMAND = MLPROJECT["entry_points"]["main"]["command"]
-NOT_OPTIONS = {"predictions", "output_col", "expected_col", "id_col", "fail_under", "run_name"}
+NOT_OPTIONS = {
+    "predictions",
+    "output_col",
+    "expected_col",
+    "id_col",
+    "fail_under",
+    "run_name",
+    "baseline",
+    "fail_if_worse",
+}
 
 
 def _cli_params() -> dict[str, click.Parameter]:
@@ -41,9 +50,12 @@ def test_entry_point_parameters_are_the_options_and_the_cli_arguments() -> None:
     for name in ("output_col", "expected_col"):
         assert PARAMETERS[name]["default"] == _cli_params()[name].default == name.split("_")[0]
     assert float(PARAMETERS["fail_under"]["default"]) == _cli_params()["fail_under"].default
+    assert PARAMETERS["fail_if_worse"]["default"] == "false"
+    assert not _cli_params()["fail_if_worse"].default
     for name in NOT_OPTIONS - {"predictions"}:
         flag = "--" + name.replace("_", "-")
-        assert f"{flag} {{{name}}}" in COMMAND, name
+        separator = "=" if name == "fail_if_worse" else " "  # true|false, as a switch takes it
+        assert f"{flag}{separator}{{{name}}}" in COMMAND, name
 
 
 def test_predictions_come_last_and_default_to_the_sample_by_name() -> None:
