@@ -14,6 +14,9 @@ from numdiff_component.compare.render import verdict_sentence
 from numdiff_component.errors import InputError
 from numdiff_component.job.config import Scoring
 from numdiff_component.job.results import PREFIX, RunResults, read_local
+from numdiff_component.options import Options
+from numdiff_component.report.plots import Histogram, draw_histograms, histogram_counts
+from numdiff_component.scoring import UNPARSEABLE
 
 METRICS = f"{PREFIX}/vs_baseline"
 """The prefix of the run metrics that compare a run with its baseline."""
@@ -26,6 +29,7 @@ class VsBaseline:
     comparison: Comparison
     baseline: str  # what names the baseline to a person (`RunResults.label`)
     fail_if_worse: bool = False
+    thresholds: tuple[float, float] = (Options().threshold, Options().threshold)  # A's, B's
 
     @property
     def passed(self) -> bool:
@@ -40,6 +44,10 @@ class VsBaseline:
     def message(self) -> str:
         """The verdict in one sentence, with the figures (`compare.render.verdict_sentence`)."""
         return verdict_sentence(self.comparison, self.baseline)
+
+    def histograms(self, title: str) -> bytes:
+        """The baseline's and this run's (``title``) score histograms on one y scale."""
+        return score_histograms(self.comparison, (self.baseline, title), self.thresholds)
 
     def metrics(self) -> dict[str, float]:
         """``numeric_diff/vs_baseline/<figure>``: the paired differences and their intervals,
@@ -57,6 +65,31 @@ class VsBaseline:
         return {f"{METRICS}/{k}": float(v) for k, v in figures.items() if not math.isnan(v)}
 
 
+def score_histograms(
+    comparison: Comparison, titles: tuple[str, str], thresholds: tuple[float, float]
+) -> bytes:
+    """The score histograms of A and B on their paired rows, side by side on one y scale (PNG),
+    each titled and with its threshold."""
+    sides = []
+    for side, title, threshold in zip("ab", titles, thresholds, strict=True):
+        rows = comparison.rows
+        counts = histogram_counts(
+            rows[f"score_{side}"].to_numpy(dtype=float),
+            rows[f"passed_{side}"].to_numpy(dtype=bool),
+            rows[f"label_{side}"].to_numpy(dtype=object) != UNPARSEABLE,
+        )
+        sides.append(Histogram(*counts, threshold, title))
+    return draw_histograms(sides)
+
+
+def recorded_threshold(results: RunResults) -> float:
+    """The threshold a run's rows were held to, as recorded; the default when unknown."""
+    try:
+        return float(results.options.get("threshold", Options().threshold))
+    except ValueError:
+        return Options().threshold
+
+
 def against_baseline(
     baseline: RunResults, results: Path, scoring: Scoring, fail_if_worse: bool
 ) -> VsBaseline:
@@ -69,4 +102,5 @@ def against_baseline(
         comparison = compare_results(baseline.frame, new, id_col=id_col, shared=True)
     except InputError as exc:  # its A and B: the baseline and the new run
         raise InputError(f"cannot compare with the baseline {baseline.label!r}: {exc}") from exc
-    return VsBaseline(comparison, baseline.label, fail_if_worse)
+    thresholds = (recorded_threshold(baseline), scoring.options.threshold)
+    return VsBaseline(comparison, baseline.label, fail_if_worse, thresholds)

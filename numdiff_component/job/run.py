@@ -37,6 +37,7 @@ from numdiff_component.job.record import Evaluation
 from numdiff_component.job.results import (
     PREFIX,
     RESULTS_PARQUET,
+    VS_BASELINE_PNG,
     RunResults,
     remove_temporary,
     results_folder,
@@ -284,6 +285,10 @@ def _run(
         if config.track:
             import_mlflow()
         reports = _write_report(report, path, aggregates, source, notes)
+    if vs_baseline is not None and config.plots:
+        plot = path.parent / VS_BASELINE_PNG
+        plot.write_bytes(vs_baseline.histograms(_title(config, source)))
+        reports.append(plot)
     rate = aggregates["pass_rate"]
     evaluation = Evaluation(
         scoring=config.scoring,

@@ -282,14 +282,21 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
             scoring=Scoring(id_col="id"),
             results_dir=str(tmp_path / name),
             track=False,
+            baseline=str(tmp_path / "a" / "results.parquet") if name == "b" else None,
         )
-        run_job(config)
+        outcome = run_job(config)
+    vs_baseline = outcome.evaluation.vs_baseline  # B's job, against A's results file
+    assert vs_baseline is not None and vs_baseline.comparison.verdict == "no significant difference"
+    assert (vs_baseline.comparison.n_regressed, vs_baseline.comparison.n_improved) == (1, 1)
+    assert (tmp_path / "b" / "vs_baseline_histograms.png").read_bytes().startswith(b"\x89PNG")
     a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
-    done = invoke("compare", a_file, b_file, "--json")
+    done = invoke("compare", a_file, b_file, "--json", "--plot", str(tmp_path / "ab.png"))
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
     assert [r["id"] for r in summary["regressed"]] == ["item-0004"]
+    assert summary["deltas"]["pass_rate"]["diff"] == 0 and summary["test"]["verdict"]
+    assert (tmp_path / "ab.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> None:
@@ -579,3 +586,18 @@ def test_shared_ids_are_paired_and_the_others_counted() -> None:
     assert comparison.regressed()["id"].tolist() == ["item-0003"]
     with pytest.raises(InputError, match="the runs share no id in 'id' \\(10 in A"):
         compare_results(a.iloc[:10], b.iloc[10:], id_col="id", shared=True)
+
+
+@pytest.mark.parametrize("tallest", [30, 100_000])  # linear, then log: the same on both sides
+def test_histograms_side_by_side_share_their_y_scale(tallest: int) -> None:
+    from numdiff_component.report.plots import SCORE_EDGES, Histogram, histogram_figure
+
+    bins = len(SCORE_EDGES) - 1
+    big, small = np.zeros(bins, dtype=np.int64), np.zeros(bins, dtype=np.int64)
+    big[-1], small[-1], small[3] = tallest, 20, 21  # 20 vs 21: read from the bars' heights
+    figure = histogram_figure(
+        [Histogram(big, small * 0, 1, 0.99, "A"), Histogram(small, small * 0, 0, 0.9, "B")]
+    )
+    a, b = figure.axes
+    assert a.get_ylim() == b.get_ylim() and a.get_ylim()[1] >= tallest
+    assert a.get_yscale() == b.get_yscale() == ("log" if tallest > 100 else "linear")
