@@ -10,6 +10,7 @@ logging a comparison are at the MLflow boundary, `numdiff_component.tracking.bou
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
+_INTERVAL_BOUND = re.compile(r"_ci_(low|high)$")
 
 
 @dataclass(frozen=True)
@@ -290,13 +292,10 @@ def compare_results(
     rows["score_change"] = change
     agg_a, agg_b = aggregate(a), aggregate(b)
     aggregates = {
-        name: {
-            "a": float(agg_a[name]),
-            "b": float(agg_b[name]),
-            "diff": float(agg_b[name]) - float(agg_a[name]),
-        }
+        name: {"a": float(agg_a[name]), "b": float(agg_b[name])}
+        | ({} if _INTERVAL_BOUND.search(name) else {"diff": float(agg_b[name] - agg_a[name])})
         for name in agg_a
-    }
+    }  # no difference of interval bounds: the paired differences have their own (`deltas`)
     n = len(change)
     aggregates["mean_score"]["diff_stderr"] = (
         float(np.std(change, ddof=1)) / math.sqrt(n) if n > 1 else math.nan

@@ -84,7 +84,7 @@ def format_text(
         f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}  {LEVEL:.0%} interval of B - A",
     ]
     for name, values in comparison.aggregates.items():
-        if name.endswith(("_ci_low", "_ci_high")):  # each side's interval: in --json
+        if "diff" not in values:  # each side's interval bounds: in --json
             continue
         cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
         line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"

@@ -281,16 +281,23 @@ def log_comparison(
 ) -> str:
     """Record a comparison (`compare.render.to_json`) in a new MLflow run; its run id.
 
-    Metrics ``compare/<aggregate>_diff``, ``compare/p_value``, ``compare/n_regressed`` and
-    ``compare/n_improved``; params ``compare/run_a`` and ``compare/run_b``; the summary as the
-    artifact ``compare/comparison.json``.
+    Metrics ``compare/<aggregate>_diff``, the intervals of the paired differences
+    ``compare/{pass_rate,mean_score}_diff_ci_{low,high}``, ``compare/p_value``,
+    ``compare/n_regressed`` and ``compare/n_improved``; params ``compare/run_a`` and
+    ``compare/run_b``; the summary as the artifact ``compare/comparison.json``.
     """
     import mlflow
 
     figures = {
         f"compare/{name}_diff": values["diff"]
         for name, values in summary["aggregates"].items()
-        if values["diff"] is not None
+        if values.get("diff") is not None
+    }
+    figures |= {
+        f"compare/{name}_diff_{bound}": delta[bound]
+        for name, delta in summary["deltas"].items()
+        for bound in ("ci_low", "ci_high")
+        if delta[bound] is not None
     }
     test = summary["test"]
     figures.update(

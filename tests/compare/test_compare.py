@@ -220,6 +220,7 @@ def test_cli_compare_text_and_log(scored_runs_a_b: tuple[str, str]) -> None:
     run = MlflowClient().get_run(run_id)
     assert run.data.metrics["compare/n_regressed"] == 2
     assert run.data.metrics["compare/pass_rate_diff"] == pytest.approx(-1 / 8)
+    assert run.data.metrics["compare/pass_rate_diff_ci_low"] < -1 / 8
     assert run.data.params["compare/run_a"] == scored_runs_a_b[0]
     logged = json.loads(
         Path(MlflowClient().download_artifacts(run_id, "compare/comparison.json")).read_text()
