@@ -25,6 +25,7 @@ from numdiff_component.cli.options import (
     guarded,
     output_failed,
     scoring_options,
+    switch,
 )
 from numdiff_component.cli.output import Progress, print_outcome
 from numdiff_component.errors import Stopped, check_stopped
@@ -118,14 +119,9 @@ def cli() -> None:
     help="Compare the new run with RUN (a run id or name, or a results file) on the ids both "
     "hold, and log the difference and the verdict.",
 )
-@click.option(
+@switch(
     "--fail-if-worse",
-    type=click.BOOL,
-    is_flag=False,
-    flag_value=True,
-    default=False,
-    metavar="[true|false]",
-    help="Exit 1 when the new run is significantly worse than --baseline (McNemar p < 0.05, "
+    "Exit 1 when the new run is significantly worse than --baseline (McNemar p < 0.05, "
     "more regressions than improvements).",
 )
 @click.option(
