@@ -1,7 +1,7 @@
 """The ``numdiff`` command line. The only module that prints or exits.
 
-Exit codes: 0 done; 1 the quality gate (``--fail-under``) failed; 2 bad input or usage;
-3 the tracking server could not be reached (the local results are complete all the same);
+Exit codes: 0 done; 1 a quality gate (``--fail-under``, ``--fail-if-worse``) failed; 2 bad input
+or usage; 3 the tracking server could not be reached (the local results are complete all the same);
 128 + the signal's number when stopped by SIGINT (130) or SIGTERM (143).
 Heavy imports happen inside the commands so that ``numdiff --help`` answers at once.
 """

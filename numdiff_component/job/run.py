@@ -317,7 +317,7 @@ def _run(
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
-        gate = evaluation.gate
-        also = "" if gate is None or gate.passed else f"; the gate failed too: {gate.message}"
+        failed = [gate.message for gate in evaluation.gates() if not gate.passed]
+        also = f"; the gate failed too: {'; '.join(failed)}" if failed else ""
         raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{also}") from exc
     return JobOutcome(evaluation, run_id)
