@@ -33,9 +33,12 @@ def wilson(passed: float, n: float) -> tuple[float, float]:
     return max(0.0, middle - half), min(1.0, middle + half)
 
 
-def mean_interval(mean: float, stderr: float, n: float) -> tuple[float, float]:
-    """The t interval of a mean of scores at `LEVEL`: mean ± t(n - 1)·stderr, clipped to [0, 1]
-    (a score lies in it); NaNs when n < 2 or the mean is NaN.
+def mean_interval(
+    mean: float, stderr: float, n: float, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[float, float]:
+    """The t interval of a mean of scores at `LEVEL`: mean ± t(n - 1)·stderr, clipped to
+    ``bounds`` (a score lies in [0, 1], a difference of two in [-1, 1]); NaNs when n < 2 or the
+    mean is NaN.
 
     >>> [round(x, 4) for x in mean_interval(0.5, 0.1, 10)]
     [0.2738, 0.7262]
@@ -45,4 +48,4 @@ def mean_interval(mean: float, stderr: float, n: float) -> tuple[float, float]:
     from scipy.stats import t  # about 0.3 s: only when an interval is asked for
 
     half = float(t.ppf(0.5 + LEVEL / 2, n - 1)) * stderr
-    return max(0.0, mean - half), min(1.0, mean + half)
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)

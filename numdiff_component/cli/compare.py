@@ -3,6 +3,7 @@ or JSON, optionally recorded in a new MLflow run."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -34,6 +35,12 @@ from numdiff_component.cli.options import guarded
     show_default=True,
     help="Significance level of the pass/fail change test.",
 )
+@click.option(
+    "--plot",
+    default=None,
+    metavar="FILE.png",
+    help="Write A's and B's score histograms side by side, on one y scale, to FILE.png.",
+)
 @click.option("--log", "log_run", is_flag=True, help="Record the comparison in a new MLflow run.")
 @click.option("--experiment-name", default=None, help="MLflow experiment for --log.")
 def compare(
@@ -43,36 +50,52 @@ def compare(
     as_json: bool,
     limit: int,
     alpha: float,
+    plot: str | None,
     log_run: bool,
     experiment_name: str | None,
 ) -> None:
     """Compare the per-item results of two scoring runs: B against A.
 
-    RUN_A and RUN_B are MLflow run ids (their numeric_diff/results.parquet is read) or local
-    results Parquet files. Rows are matched by id when the runs have an id column, by position
-    otherwise. Shows the aggregates side by side, McNemar's exact test on the pass/fail
-    changes, and the rows that regressed, improved or dropped most.
+    RUN_A and RUN_B are MLflow run ids or run names (their numeric_diff/results.parquet is
+    read; a name is looked up in every experiment and must name one run) or local results
+    Parquet files. Rows are matched by id when the runs have an id column, by position
+    otherwise. Shows the aggregates side by side, the paired differences of pass rate and mean
+    score with 95% intervals, McNemar's exact test on the pass/fail changes, and the rows that
+    regressed, improved or dropped most.
     """
     import json
 
     from numdiff_component.compare.comparison import compare_results, resolve_id_col, run_warnings
     from numdiff_component.compare.render import format_text, to_json
-    from numdiff_component.errors import visible
+    from numdiff_component.errors import InputError, visible
     from numdiff_component.tracking.records import load_results, log_comparison
 
     a, b = load_results(run_a), load_results(run_b)
     for side, run in (("A", a), ("B", b)):
-        for warning in run_warnings(side, run.source, run.status, run.deleted):
+        for warning in run_warnings(side, run.label, run.status, run.deleted):
             click.echo(f"numdiff: warning: {visible(warning)}", err=True)
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
-    summary: dict[str, Any] = {"a": run_a, "b": run_b, "options": {"a": a.options, "b": b.options}}
+    if plot:
+        from numdiff_component.job.baseline import recorded_threshold, score_histograms
+
+        png = score_histograms(
+            comparison, (a.label, b.label), (recorded_threshold(a), recorded_threshold(b))
+        )
+        try:
+            Path(plot).write_bytes(png)
+        except OSError as exc:
+            raise InputError(f"cannot write the plot to {plot!r}: {exc.strerror}") from exc
+    summary: dict[str, Any] = {"a": a.label, "b": b.label}
+    summary["options"] = {"a": a.options, "b": b.options}
     summary.update(to_json(comparison, limit or None))
     if log_run:
-        summary["run_id"] = log_comparison(summary, run_a, run_b, experiment_name=experiment_name)
+        summary["run_id"] = log_comparison(
+            summary, a.source, b.source, experiment_name=experiment_name
+        )
     if as_json:
         click.echo(json.dumps(summary))
         return
-    click.echo(format_text(comparison, run_a, run_b, limit or None, (a.options, b.options)))
+    click.echo(format_text(comparison, a.label, b.label, limit or None, (a.options, b.options)))
     if log_run:
         click.echo(f"\n  logged to run {summary['run_id']}")

@@ -1,7 +1,7 @@
 """The ``numdiff`` command line. The only module that prints or exits.
 
-Exit codes: 0 done; 1 the quality gate (``--fail-under``) failed; 2 bad input or usage;
-3 the tracking server could not be reached (the local results are complete all the same);
+Exit codes: 0 done; 1 a quality gate (``--fail-under``, ``--fail-if-worse``) failed; 2 bad input
+or usage; 3 the tracking server could not be reached (the local results are complete all the same);
 128 + the signal's number when stopped by SIGINT (130) or SIGTERM (143).
 Heavy imports happen inside the commands so that ``numdiff --help`` answers at once.
 """
@@ -25,6 +25,7 @@ from numdiff_component.cli.options import (
     guarded,
     output_failed,
     scoring_options,
+    switch,
 )
 from numdiff_component.cli.output import Progress, print_outcome
 from numdiff_component.errors import Stopped, check_stopped
@@ -112,6 +113,18 @@ def cli() -> None:
     help="Exit 1 when the pass rate is below RATE (a pipeline quality gate).",
 )
 @click.option(
+    "--baseline",
+    default="",
+    metavar="RUN",
+    help="Compare the new run with RUN (a run id or name, or a results file) on the ids both "
+    "hold, and log the difference and the verdict.",
+)
+@switch(
+    "--fail-if-worse",
+    "Exit 1 when the new run is significantly worse than --baseline (McNemar p < 0.05, "
+    "more regressions than improvements).",
+)
+@click.option(
     "--engine",
     type=click.Choice(["pandas", "spark"]),
     default="pandas",
@@ -136,6 +149,8 @@ def score(
     run_name: str | None,
     results_dir: str | None,
     fail_under: float,
+    baseline: str,
+    fail_if_worse: bool,
     engine: str,
     no_plots: bool,
     quiet: bool,
@@ -175,6 +190,8 @@ def score(
         plots=not no_plots,
         engine=engine,
         fail_under=fail_under or None,  # 0: no gate
+        baseline=baseline or None,  # the MLproject passes "" for none
+        fail_if_worse=fail_if_worse,
     )
     if engine == "spark":
         import warnings
@@ -188,9 +205,9 @@ def score(
         print_outcome(outcome)
     elif not results_dir:  # a new temporary folder: nobody could find it otherwise
         click.echo(outcome.results)
-    gate = outcome.evaluation.gate
-    if gate is not None and not gate.passed:
-        fail(gate.message, EXIT_GATE)
+    failed = [gate.message for gate in outcome.evaluation.gates() if not gate.passed]
+    if failed:
+        fail("; ".join(failed), EXIT_GATE)
 
 
 SAMPLE = "sample"

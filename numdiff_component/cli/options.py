@@ -145,6 +145,13 @@ _SPECS = {spec.name: spec for spec in SCHEMA}
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
+def switch(flag: str, help: str) -> Callable[[F], F]:
+    """A boolean option of a `Command` that is not a scoring option (``--fail-if-worse``):
+    off by default; ``--x``, ``--no-x`` or ``--x=true|false``, as the scoring switches."""
+    _SWITCHES.add(flag)
+    return click.option(flag, cls=_Switch, type=click.BOOL, default=False, help=help)
+
+
 def _flag_value(arg: str) -> str:
     if arg in _SWITCHES:
         return arg + "=true"

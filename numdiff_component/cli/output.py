@@ -78,6 +78,8 @@ def print_outcome(outcome: JobOutcome) -> None:
     click.echo("\n".join(summary_lines(evaluation.aggregates, threshold)))
     for note in outcome.evaluation.notes:
         click.echo(f"  note: {note}")
+    if evaluation.vs_baseline is not None:
+        click.echo(f"  {'baseline':<12} {visible(evaluation.vs_baseline.message)}")
     if outcome.run_id:
         click.echo(f"  {'run':<12} {outcome.run_id}")
         click.echo(f"  {'artifacts':<12} runs:/{outcome.run_id}/numeric_diff/")

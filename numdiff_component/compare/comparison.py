@@ -10,6 +10,7 @@ logging a comparison are at the MLflow boundary, `numdiff_component.tracking.bou
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,10 +20,12 @@ import pyarrow as pa
 
 from numdiff_component.aggregate import aggregate, booleans
 from numdiff_component.errors import InputError
+from numdiff_component.intervals import mean_interval, wilson
 from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
+_INTERVAL_BOUND = re.compile(r"_ci_(low|high)$")
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,21 @@ class Comparison:
     alpha: float
     rows: pd.DataFrame
     n_expected_differ: int  # pairs whose expected numbers differ: a hint of misaligned rows
+    deltas: dict[str, Delta]  # the paired differences B - A: pass_rate, mean_score
+    n_only_a: int = 0  # rows left out, their id on one side only (``shared``)
+    n_only_b: int = 0
 
     @property
     def beyond_noise(self) -> bool:
         return self.p_value < self.alpha
+
+    @property
+    def verdict(self) -> str:
+        """``"better"`` or ``"worse"`` (B than A: McNemar's p below alpha, more improvements or
+        more regressions), else ``"no significant difference"``."""
+        if not self.beyond_noise:
+            return "no significant difference"
+        return "worse" if self.n_regressed > self.n_improved else "better"
 
     def regressed(self) -> pd.DataFrame:
         """Pairs that passed in A and failed in B, in A's order."""
@@ -54,6 +68,62 @@ class Comparison:
         """The ``k`` pairs whose score fell most from A to B (ties: A's order)."""
         dropped = self.rows[self.rows["score_change"] < 0]
         return dropped.sort_values("score_change", kind="stable").head(k)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A paired difference B - A and its `LEVEL` interval (NaNs when there is none)."""
+
+    diff: float
+    low: float
+    high: float
+
+
+def pass_rate_delta(passed_a: np.ndarray, passed_b: np.ndarray) -> Delta:
+    """The difference of two pass rates on the same rows, B - A, with Newcombe's square-and-add
+    interval for paired proportions (his method 10, 1998): each rate's `wilson` interval,
+    combined with the correlation phi of the paired outcomes, corrected for continuity (a
+    positive ad - bc less n/2), as Fagerland, Lydersen and Laake give it. It stays within
+    [-1, 1] and is not empty when no pass/fail changed, unlike Wald's (c - b)/n ± z·se.
+
+    >>> d = pass_rate_delta(np.array([1, 1, 0, 0] * 5, bool), np.array([1, 1, 1, 0] * 5, bool))
+    >>> round(d.diff, 4), round(d.low, 4), round(d.high, 4)
+    (0.25, 0.0319, 0.4337)
+    """
+    n = len(passed_a)
+    if n == 0:
+        return Delta(math.nan, math.nan, math.nan)
+    both = int(np.count_nonzero(passed_a & passed_b))
+    only_a = int(np.count_nonzero(passed_a & ~passed_b))
+    only_b = int(np.count_nonzero(~passed_a & passed_b))
+    neither = n - both - only_a - only_b
+    p_a, p_b = (both + only_a) / n, (both + only_b) / n
+    (low_a, high_a), (low_b, high_b) = wilson(both + only_a, n), wilson(both + only_b, n)
+    margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    excess = float(both * neither - only_a * only_b)
+    if excess > 0:
+        excess = max(0.0, excess - n / 2)
+    phi = excess / math.sqrt(margins) if margins else 0.0
+
+    def half(x: float, y: float) -> float:
+        return math.sqrt(max(0.0, x * x - 2 * phi * x * y + y * y))
+
+    diff = p_b - p_a
+    below = half(p_b - low_b, high_a - p_a)
+    above = half(high_b - p_b, p_a - low_a)
+    return Delta(diff, max(-1.0, diff - below), min(1.0, diff + above))
+
+
+def mean_score_delta(score_a: np.ndarray, score_b: np.ndarray) -> Delta:
+    """The difference of two mean scores on the same rows, B - A, with the paired t interval:
+    the mean of the rows' differences ± t(n - 1)·their standard error (`mean_interval`)."""
+    change = score_b - score_a
+    n = len(change)
+    if n == 0:
+        return Delta(math.nan, math.nan, math.nan)
+    diff = float(change.mean())
+    stderr = float(np.std(change, ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    return Delta(diff, *mean_interval(diff, stderr, n, bounds=(-1.0, 1.0)))
 
 
 def mcnemar_p_value(n_regressed: int, n_improved: int) -> float:
@@ -137,13 +207,14 @@ def _check_ids(frame: pd.DataFrame, id_col: str, side: str) -> pd.Index:
 
 
 def align(
-    a: pd.DataFrame, b: pd.DataFrame, id_col: str | None = None
+    a: pd.DataFrame, b: pd.DataFrame, id_col: str | None = None, *, shared: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The rows of ``a`` and ``b`` paired up, in ``a``'s order, and the id of each pair.
 
     With ``id_col`` rows are paired by that column (the position in ``a`` otherwise). A table
     that does not line up (different lengths, an id on one side only, a duplicate or missing
-    id) raises `InputError`.
+    id) raises `InputError`; with ``shared``, the ids on both sides are paired and the others
+    left out (none in common is the error then).
     """
     _check_results(a, "A")
     _check_results(b, "B")
@@ -158,6 +229,10 @@ def align(
     position = ids_b.get_indexer(ids_a)
     only_a = ids_a[position < 0]
     only_b = ids_b.difference(ids_a, sort=False)
+    if shared and len(only_a) < len(ids_a):
+        keep = position >= 0
+        pairs = b.iloc[position[keep]].reset_index(drop=True)
+        return a[keep].reset_index(drop=True), pairs, ids_a[keep].to_numpy()
     if len(only_a) or len(only_b):
         if sorted(map(str, ids_a)) == sorted(map(str, ids_b)):
             raise InputError(
@@ -169,6 +244,11 @@ def align(
             f"{len(ids):,} only in {side}" + (f" (e.g. {ids[0]!r})" if len(ids) else "")
             for side, ids in (("A", only_a), ("B", only_b))
         ]
+        if shared:
+            raise InputError(
+                f"the runs share no id in {id_col!r} ({len(ids_a):,} in A, e.g. "
+                f"{ids_a.tolist()[0]!r}; {len(ids_b):,} in B, e.g. {ids_b.tolist()[0]!r})"
+            )
         raise InputError(
             f"the runs hold different items by {id_col!r}: {examples[0]}, {examples[1]}; "
             "compare needs the same ids on both sides"
@@ -177,13 +257,20 @@ def align(
 
 
 def compare_results(
-    a: pd.DataFrame, b: pd.DataFrame, *, id_col: str | None = None, alpha: float = 0.05
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    id_col: str | None = None,
+    alpha: float = 0.05,
+    shared: bool = False,
 ) -> Comparison:
-    """Compare run B's results with run A's, row by row (see `align` for the pairing).
+    """Compare run B's results with run A's, row by row (see `align` for the pairing and
+    ``shared``).
 
     Aggregates of both sides and their difference (B - A; for ``mean_score`` also the paired
-    standard error of the difference), McNemar's exact test on the rows whose pass/fail
-    changed, and every pair's scores.
+    standard error of the difference), the paired differences of pass rate and mean score with
+    their intervals, McNemar's exact test on the rows whose pass/fail changed, and every pair's
+    scores.
 
     >>> from numdiff_component import score_frame
     >>> a = score_frame(pd.DataFrame({"output": ["1", "2", "3"], "expected": ["1", "2", "3"]}))
@@ -194,7 +281,8 @@ def compare_results(
     """
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
-    a, b, ids = align(a, b, id_col)
+    n_a, n_b = len(a), len(b)
+    a, b, ids = align(a, b, id_col, shared=shared)
     passed_a, passed_b = booleans(a["passed"]), booleans(b["passed"])
     rows = pd.DataFrame({"id": ids, "passed_a": passed_a, "passed_b": passed_b})
     for name in _ROW_FIELDS:
@@ -204,13 +292,10 @@ def compare_results(
     rows["score_change"] = change
     agg_a, agg_b = aggregate(a), aggregate(b)
     aggregates = {
-        name: {
-            "a": float(agg_a[name]),
-            "b": float(agg_b[name]),
-            "diff": float(agg_b[name]) - float(agg_a[name]),
-        }
+        name: {"a": float(agg_a[name]), "b": float(agg_b[name])}
+        | ({} if _INTERVAL_BOUND.search(name) else {"diff": float(agg_b[name] - agg_a[name])})
         for name in agg_a
-    }
+    }  # no difference of interval bounds: the paired differences have their own (`deltas`)
     n = len(change)
     aggregates["mean_score"]["diff_stderr"] = (
         float(np.std(change, ddof=1)) / math.sqrt(n) if n > 1 else math.nan
@@ -229,6 +314,12 @@ def compare_results(
         alpha=alpha,
         rows=rows,
         n_expected_differ=int(np.count_nonzero(~same)),
+        deltas={
+            "pass_rate": pass_rate_delta(passed_a, passed_b),
+            "mean_score": mean_score_delta(a["score"].to_numpy(float), b["score"].to_numpy(float)),
+        },
+        n_only_a=n_a - len(rows),
+        n_only_b=n_b - len(rows),
     )
 
 

@@ -10,9 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from numdiff_component.aggregate import BOUNDS
-from numdiff_component.compare.comparison import TEST_NAME, Comparison
+from numdiff_component.compare.comparison import TEST_NAME, Comparison, Delta
 from numdiff_component.errors import visible
+from numdiff_component.intervals import LEVEL
+
+METHODS = {"pass_rate": "Newcombe's paired score interval", "mean_score": "paired t interval"}
+"""How the interval of each paired difference B - A is made (`comparison.Comparison.deltas`)."""
 
 
 def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
@@ -26,12 +29,24 @@ def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
     return {
         "matched_by": {"id_col": comparison.matched_by} if comparison.matched_by else "position",
         "n_pairs": len(comparison.rows),
+        "n_only_a": comparison.n_only_a,
+        "n_only_b": comparison.n_only_b,
         "n_expected_differ": comparison.n_expected_differ,
         "aggregates": {
             name: {
                 k: _json_number(int(v) if name.startswith("n_") else v) for k, v in values.items()
             }
             for name, values in comparison.aggregates.items()
+        },
+        "deltas": {
+            name: {
+                "diff": _json_number(delta.diff),
+                "ci_low": _json_number(delta.low),
+                "ci_high": _json_number(delta.high),
+                "level": LEVEL,
+                "method": METHODS[name],
+            }
+            for name, delta in comparison.deltas.items()
         },
         "test": {
             "name": TEST_NAME,
@@ -40,6 +55,7 @@ def to_json(comparison: Comparison, limit: int | None = 20) -> dict[str, Any]:
             "beyond_noise": comparison.beyond_noise,
             "n_regressed": comparison.n_regressed,
             "n_improved": comparison.n_improved,
+            "verdict": comparison.verdict,
         },
         "regressed": records(comparison.regressed()),
         "improved": records(comparison.improved()),
@@ -65,23 +81,24 @@ def format_text(
         f"  {len(comparison.rows):,} rows matched {how}",
         *_options_lines(*options),
         "",
-        f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}",
+        f"  {'aggregate':<18} {'A':>12} {'B':>12} {'B - A':>12}  {LEVEL:.0%} interval of B - A",
     ]
     for name, values in comparison.aggregates.items():
-        if name.endswith(BOUNDS):  # each side's intervals: in its own report
+        if "diff" not in values:  # each side's interval bounds: in --json
             continue
         cells = [_text_number(name, values[k], signed=k == "diff") for k in ("a", "b", "diff")]
         line = f"  {name:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}"
-        if "diff_stderr" in values and not math.isnan(values["diff_stderr"]):
-            line += f"  ± {values['diff_stderr']:.2g} (paired standard error)"
+        if name in comparison.deltas:
+            line += f"  {interval(comparison.deltas[name])} ({METHODS[name]})"
         lines.append(line)
-    verdict = "beyond noise" if comparison.beyond_noise else "within noise"
+    noise = "beyond noise" if comparison.beyond_noise else "within noise"
     lines += [
         "",
         f"  pass/fail changes: {comparison.n_regressed:,} regressed, "
         f"{comparison.n_improved:,} improved",
         f"  {TEST_NAME} on the {comparison.n_regressed + comparison.n_improved:,} changed "
-        f"pairs: p = {comparison.p_value:.4g}, {verdict} (alpha {comparison.alpha:g})",
+        f"pairs: p = {comparison.p_value:.4g}, {noise} (alpha {comparison.alpha:g})",
+        f"  verdict: B is {_VERDICTS[comparison.verdict]} A",
     ]
     if comparison.n_expected_differ:
         lines.append(
@@ -114,6 +131,49 @@ def format_text(
                 f"{_text_number('v', row['expected_value_b']):>12}"
             )
     return "\n".join(lines)
+
+
+_VERDICTS = {
+    "better": "better than",
+    "worse": "worse than",
+    "no significant difference": "not significantly different from",
+}
+
+
+def interval(delta: Delta) -> str:
+    """A paired difference's interval as shown: ``[-0.0896, +0.1441]``."""
+    if math.isnan(delta.low):
+        return "[n/a]"
+    return f"[{delta.low:+.4f}, {delta.high:+.4f}]"
+
+
+def verdict_sentence(comparison: Comparison, baseline: str) -> str:
+    """The verdict on B against its ``baseline`` A in one sentence, with the figures.
+
+    >>> from numdiff_component import score_frame
+    >>> from numdiff_component.compare.comparison import compare_results
+    >>> a = score_frame(pd.DataFrame({"output": ["1"] * 8, "expected": ["1"] * 8}))
+    >>> b = score_frame(pd.DataFrame({"output": ["2"] * 8, "expected": ["1"] * 8}))
+    >>> sentence = verdict_sentence(compare_results(a, b), "v1")
+    >>> sentence[:56]
+    "Worse than the baseline 'v1': pass rate 1.0000 -> 0.0000"
+    >>> sentence[sentence.index(";") + 2 :]
+    '8 regressed, 0 improved of 8 shared rows, McNemar p = 0.0078.'
+    """
+    rate, mean = comparison.deltas["pass_rate"], comparison.deltas["mean_score"]
+    before = comparison.aggregates["pass_rate"]["a"]
+    start = {
+        "better": "Better than",
+        "worse": "Worse than",
+        "no significant difference": "No significant difference from",
+    }[comparison.verdict]
+    return (
+        f"{start} the baseline {baseline!r}: pass rate {before:.4f} -> {before + rate.diff:.4f} "
+        f"({rate.diff:+.4f}, {LEVEL:.0%} interval {interval(rate)}), mean score "
+        f"{mean.diff:+.4f} {interval(mean)}; {comparison.n_regressed:,} regressed, "
+        f"{comparison.n_improved:,} improved of {len(comparison.rows):,} shared rows, "
+        f"McNemar p = {comparison.p_value:.2g}."
+    )
 
 
 def _options_lines(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:

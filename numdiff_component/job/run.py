@@ -30,6 +30,7 @@ from numdiff_component.aggregate import AbsErrors, Totals
 from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
+from numdiff_component.job.baseline import against_baseline
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
 from numdiff_component.task.config import Engine, JobConfig, Source
@@ -37,12 +38,14 @@ from numdiff_component.task.gate import Gate
 from numdiff_component.task.results import (
     PREFIX,
     RESULTS_PARQUET,
+    VS_BASELINE_PNG,
+    RunResults,
     remove_temporary,
     results_folder,
 )
 from numdiff_component.tracking.boundary import LOG_TABLE_MAX_ROWS, import_mlflow
 from numdiff_component.tracking.evaluation import Evaluation
-from numdiff_component.tracking.records import log_evaluation
+from numdiff_component.tracking.records import load_results, log_evaluation
 from numdiff_component.tracking.settings import check_settings
 
 __all__ = ["ENGINES", "JobOutcome", "advice_note", "engine_for", "run_job"]
@@ -255,11 +258,20 @@ def run_job(
         check_settings()  # a bad setting is said before any work, not after it
     engine = engine or engine_for(config.engine)
     table = engine.open(config)
+    baseline = _baseline(config)
     with results_folder(config.results_dir, local_path(table.source)) as folder:
-        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress)
+        outcome = _run(engine, table, config, folder / RESULTS_PARQUET, progress, baseline)
     if outcome.run_id is not None and config.results_dir is None:
         return JobOutcome(outcome.evaluation, outcome.run_id, kept=not remove_temporary(folder))
     return outcome
+
+
+def _baseline(config: JobConfig) -> RunResults | None:
+    """The results of the baseline run (``--baseline``), read before any scoring: a baseline
+    that cannot be read fails the job at once."""
+    if config.fail_if_worse and not config.baseline:
+        raise InputError("--fail-if-worse needs a baseline to be worse than: give --baseline RUN")
+    return load_results(config.baseline) if config.baseline else None
 
 
 def _run(
@@ -268,8 +280,12 @@ def _run(
     config: JobConfig,
     path: Path,
     progress: Callable[[int], None] | None,
+    baseline: RunResults | None = None,
 ) -> JobOutcome:
     collected = _score(engine, table, config, path, progress)
+    vs_baseline = None
+    if baseline is not None:  # before anything is logged: no shared id is bad input
+        vs_baseline = against_baseline(baseline, path, config.scoring, config.fail_if_worse)
     aggregates = collected.totals.aggregates(collected.errors.median())
     source = absolute(table.source)
     notes = collected.notes()
@@ -288,6 +304,10 @@ def _run(
         if config.track:
             import_mlflow()
         reports = _write_report(report, path, aggregates, source, notes)
+    if vs_baseline is not None and config.plots:
+        plot = path.parent / VS_BASELINE_PNG
+        plot.write_bytes(vs_baseline.histograms(_title(config, source)))
+        reports.append(plot)
     rate = aggregates["pass_rate"]
     evaluation = Evaluation(
         scoring=config.scoring,
@@ -300,6 +320,7 @@ def _run(
         gate=None if config.fail_under is None else Gate(rate, config.fail_under),
         notes=notes,
         reports=tuple(reports),
+        vs_baseline=vs_baseline,
     )
     if not config.track:
         return JobOutcome(evaluation, None)
@@ -315,7 +336,7 @@ def _run(
             experiment_name=config.experiment_name,
         )
     except TrackingError as exc:  # say where the results are: the folder may be temporary
-        gate = evaluation.gate
-        also = "" if gate is None or gate.passed else f"; the gate failed too: {gate.message}"
+        failed = [gate.message for gate in evaluation.gates() if not gate.passed]
+        also = f"; the gate failed too: {'; '.join(failed)}" if failed else ""
         raise TrackingError(f"{exc}; the complete results are in {str(path)!r}{also}") from exc
     return JobOutcome(evaluation, run_id)

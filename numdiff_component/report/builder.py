@@ -27,6 +27,7 @@ from numdiff_component.report.plots import (
     SCORE_EDGES,
     draw_histogram,
     draw_scatter,
+    histogram_counts,
     plural,
 )
 from numdiff_component.report.render import cells, image, kind, number, render, text
@@ -126,9 +127,10 @@ class ReportBuilder:
         self.n_rows += n
         self.n_passed += int(passed.sum())
         self.n_failed += int(failed.sum())
-        self.n_unparseable += int((~parsed).sum())
-        self.passed_counts += np.histogram(scores[passed], bins=self.edges)[0]
-        self.failed_counts += np.histogram(scores[failed], bins=self.edges)[0]
+        passed_counts, failed_counts, n_unparseable = histogram_counts(scores, passed, parsed)
+        self.n_unparseable += n_unparseable
+        self.passed_counts += passed_counts
+        self.failed_counts += failed_counts
 
         with_numbers = np.flatnonzero(parsed)
         drawn = with_numbers[lowest(keys[with_numbers], self.sample_size)]

@@ -14,7 +14,8 @@ from __future__ import annotations
 import io
 import itertools
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -44,6 +45,30 @@ def bin_labels(edges: np.ndarray = SCORE_EDGES) -> list[str]:
     return [*labels, "1 (exact)"]
 
 
+class Histogram(NamedTuple):
+    """One run's rows per score bin (`SCORE_EDGES`): passed and failed (with numbers), the
+    unparseable rows (score 0), the threshold they were held to, and the title naming them."""
+
+    passed: np.ndarray
+    failed: np.ndarray
+    n_unparseable: int
+    threshold: float
+    title: str
+
+
+def histogram_counts(
+    scores: np.ndarray, passed: np.ndarray, parsed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Rows per score bin, passed and failed (of those with numbers, ``parsed``), and the
+    count of unparseable rows: what a `Histogram` draws, for one batch of rows."""
+    failed = parsed & ~passed
+    return (
+        np.histogram(scores[passed], bins=SCORE_EDGES)[0],
+        np.histogram(scores[failed], bins=SCORE_EDGES)[0],
+        int((~parsed).sum()),
+    )
+
+
 def draw_histogram(
     passed: np.ndarray,
     failed: np.ndarray,
@@ -53,10 +78,40 @@ def draw_histogram(
 ) -> bytes:
     """Rows per score bin (`SCORE_EDGES`), passed and failed stacked; unparseable rows (score
     0) in the first bin; a dashed line where the threshold falls."""
-    fig, ax = _figure(8.0, 4.5)
+    return draw_histograms([Histogram(passed, failed, n_unparseable, threshold, title)])
+
+
+def draw_histograms(histograms: Sequence[Histogram]) -> bytes:
+    """`draw_histogram` for each run, side by side on one y scale (one log or linear choice,
+    the same limits), so that bars of two runs compare by height, not by their titles."""
+    return _png(histogram_figure(histograms))
+
+
+def histogram_figure(histograms: Sequence[Histogram]) -> Any:
+    """The figure `draw_histograms` draws (a matplotlib ``Figure``, one axes per run)."""
+    fig = _figure(8.0 * len(histograms), 4.5, panels=len(histograms))
+    axes = fig.axes
+    tallest = [h.passed + h.failed + _first(h.n_unparseable, len(h.passed)) for h in histograms]
+    nonzero = np.concatenate(tallest)[np.concatenate(tallest) > 0]
+    log = bool(nonzero.size and nonzero.max() / nonzero.min() > 100)
+    for ax, histogram in zip(axes, histograms, strict=True):
+        _draw_bars(ax, histogram, log)
+    if log:
+        axes[0].set_ylim(bottom=0.5)  # from 1 (matplotlib's choice), a bar of one row is not seen
+    return fig
+
+
+def _first(n: int, bins: int) -> np.ndarray:
+    """``n`` rows in the first of ``bins`` bins (the unparseable rows, at score 0)."""
+    counts = np.zeros(bins, dtype=np.int64)
+    counts[0] = n
+    return counts
+
+
+def _draw_bars(ax: Any, histogram: Histogram, log: bool) -> None:
+    passed, failed = histogram.passed, histogram.failed
     x = np.arange(len(passed))
-    unparseable = np.zeros(len(passed), dtype=np.int64)
-    unparseable[0] = n_unparseable
+    unparseable = _first(histogram.n_unparseable, len(passed))
     bars = (
         (failed, 0, FAIL_COLOUR, "fail"),
         (unparseable, failed, UNPARSEABLE_COLOUR, "unparseable (score 0)"),
@@ -65,6 +120,7 @@ def draw_histogram(
     for height, bottom, colour, label in bars:
         if np.any(height > 0):
             ax.bar(x, height, 0.9, bottom=bottom, color=colour, label=label)
+    threshold = histogram.threshold
     ax.axvline(
         _position(threshold),
         color="black",
@@ -72,12 +128,9 @@ def draw_histogram(
         linewidth=1,
         label=f"threshold {threshold:g}",
     )
-    heights = passed + failed + unparseable
-    nonzero = heights[heights > 0]
-    if nonzero.size and nonzero.max() / nonzero.min() > 100:
+    if log:
         ax.set_yscale("log")  # a tall bar at 1.0 would hide every failure otherwise
         ax.yaxis.set_major_formatter(power_of_ten)
-        ax.set_ylim(bottom=0.5)  # from 1 (matplotlib's choice), a bar of one row is not seen
         ax.set_ylabel("rows (log scale)")
     else:
         ax.yaxis.get_major_locator().set_params(integer=True)
@@ -85,15 +138,15 @@ def draw_histogram(
     ax.set_xticks(x, bin_labels(), rotation=45, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(x) - 0.4)
     ax.set_xlabel("score (1 = exact); the bins narrow towards 1")
-    n_rows = int(heights.sum())
+    n_rows = int((passed + failed + unparseable).sum())
     n_passed = int(passed.sum())
     rate = n_passed / n_rows if n_rows else math.nan
     ax.set_title(
-        f"{title}\nScores of {plural(n_rows, 'row', count=True)}: {n_passed:,} passed ({rate:.1%})",
+        f"{histogram.title}\nScores of {plural(n_rows, 'row', count=True)}: "
+        f"{n_passed:,} passed ({rate:.1%})",
         fontsize=10,
     )
     ax.legend(loc="upper left", frameon=False)
-    return _png(fig)
 
 
 def _position(score: float) -> float:
@@ -109,7 +162,8 @@ _DRAWABLE = 1e300
 
 def draw_scatter(sample: pd.DataFrame, n_rows: int, n_unparseable: int, title: str) -> bytes:
     """The sampled (output, expected) pairs, pass and fail, on axes fitted to the data."""
-    fig, ax = _figure(6.5, 6.5)
+    fig = _figure(6.5, 6.5)
+    ax = fig.axes[0]
     x = sample["output_value"].to_numpy(dtype=float)
     y = sample["expected_value"].to_numpy(dtype=float)
     # matplotlib cannot lay out axes near the float limit: such rows are counted, not drawn.
@@ -271,13 +325,15 @@ def power_of_ten(value: float, _position: object = None) -> str:
     return f"{sign}10{str(exponent).translate(_SUPERSCRIPT)}"
 
 
-def _figure(width: float, height: float) -> tuple[Any, Any]:
+def _figure(width: float, height: float, panels: int = 1) -> Any:
+    """A figure of ``panels`` axes side by side on one y scale (``fig.axes``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
+    fig.subplots(1, panels, sharey=True, squeeze=False)
+    return fig
 
 
 def _png(fig: Any) -> bytes:

@@ -79,6 +79,8 @@ class JobConfig:
     batch_rows: int = DEFAULT_BATCH_ROWS
     engine: str = "pandas"
     fail_under: float | None = None  # the quality gate: pass rate at least this
+    baseline: str | None = None  # a run (id or name) or results file to compare the new run with
+    fail_if_worse: bool = False  # the gate on the baseline: not significantly worse than it
 
 
 class Source(Protocol):

@@ -5,6 +5,7 @@ failure say the same)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,18 @@ class Gate:
         if (float(rate) >= float(bar)) != self.passed:
             rate, bar = repr(float(self.pass_rate)), repr(float(self.fail_under))
         return f"pass rate {rate} {'>=' if self.passed else 'is below'} --fail-under {bar}"
+
+
+class BaselineGate(Protocol):
+    """What a run records of its comparison with a baseline (`job.baseline.VsBaseline`): the
+    verdict in one sentence, its figures, and the gate ``--fail-if-worse``."""
+
+    @property
+    def fail_if_worse(self) -> bool: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    def metrics(self) -> dict[str, float]: ...

@@ -43,8 +43,10 @@ HISTOGRAM_PNG = "score_histogram.png"
 SCATTER_PNG = "output_vs_expected.png"
 SUMMARY_MD = "summary.md"
 REPORT_HTML = "report.html"
+VS_BASELINE_PNG = "vs_baseline_histograms.png"
+"""With ``--baseline``: its score histogram and the new run's, side by side on one y scale."""
 PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
-OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML)
+OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML, VS_BASELINE_PNG)
 """The files a job writes in its results folder."""
 CLAIM = ".numdiff"
 """In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""
@@ -261,6 +263,12 @@ class RunResults:
     params: Mapping[str, str] = field(default_factory=dict)
     status: str | None = None  # of a run: FINISHED, RUNNING, FAILED, KILLED
     deleted: bool = False  # a run in the trash of its experiment
+    run_name: str | None = None  # of a run
+
+    @property
+    def label(self) -> str:
+        """What names it to a person: ``name (run <id>)`` for a run, else the file as given."""
+        return f"{self.run_name} (run {self.source})" if self.run_name else self.source
 
     @property
     def id_col(self) -> str | None:

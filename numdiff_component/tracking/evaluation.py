@@ -13,7 +13,7 @@ import pandas as pd
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.report.render import markdown, text
 from numdiff_component.task.config import Scoring
-from numdiff_component.task.gate import Gate
+from numdiff_component.task.gate import BaselineGate, Gate
 from numdiff_component.task.results import PREFIX
 
 
@@ -32,6 +32,14 @@ class Evaluation:
     gate: Gate | None = None
     notes: tuple[str, ...] = ()  # one-line hints shown with the results
     reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
+    vs_baseline: BaselineGate | None = None  # ``--baseline``, with its gate ``--fail-if-worse``
+
+    def gates(self) -> list[Gate | BaselineGate]:
+        """The quality gates asked for: ``--fail-under``, ``--fail-if-worse``."""
+        found: list[Gate | BaselineGate] = [] if self.gate is None else [self.gate]
+        if self.vs_baseline is not None and self.vs_baseline.fail_if_worse:
+            found.append(self.vs_baseline)
+        return found
 
     def description(self) -> str:
         """The run's description (Markdown): the headline, the input, the gate. Every string a
@@ -50,6 +58,10 @@ class Evaluation:
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it
             lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]
+        if self.vs_baseline is not None:
+            lines += ["", _inert(self.vs_baseline.message)]
+            if self.vs_baseline.fail_if_worse:
+                lines[-1] += f" Gate --fail-if-worse {self.vs_baseline.outcome}."
         return "\n".join(lines)
 
 
@@ -91,6 +103,12 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
+def run_metrics(evaluation: Evaluation) -> dict[str, float]:
+    """The run's metrics: the aggregates' (`metrics`), and those against the baseline."""
+    baseline = {} if evaluation.vs_baseline is None else evaluation.vs_baseline.metrics()
+    return metrics(evaluation.aggregates) | baseline
+
+
 def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:
     """``numeric_diff/<name>`` for each aggregate that is a number (NaN is not logged), and the
     pass rate's standard error, ``numeric_diff/pass_rate_stderr``."""
@@ -107,8 +125,9 @@ def tags(evaluation: Evaluation) -> dict[str, str]:
         f"{PREFIX}.input": evaluation.source,
         f"{PREFIX}.engine": evaluation.engine,
     }
-    if evaluation.gate is not None:
-        values[f"{PREFIX}.gate"] = evaluation.gate.outcome
+    gates = evaluation.gates()
+    if gates:
+        values[f"{PREFIX}.gate"] = "passed" if all(g.passed for g in gates) else "failed"
     return values
 
 

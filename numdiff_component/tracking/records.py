@@ -5,7 +5,10 @@ logged (`log_comparison`). Each call through `numdiff_component.tracking.boundar
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
+import re
 import tempfile
 import time
 import warnings
@@ -32,9 +35,9 @@ from numdiff_component.tracking.boundary import (
 )
 from numdiff_component.tracking.evaluation import (
     Evaluation,
-    metrics,
     new_params,
     params,
+    run_metrics,
     table_for_ui,
     tags,
 )
@@ -106,7 +109,7 @@ def log_evaluation(
             what,
             client.log_batch,
             run_id,
-            metrics=[Metric(k, v, now, 0) for k, v in metrics(evaluation.aggregates).items()],
+            metrics=[Metric(k, v, now, 0) for k, v in run_metrics(evaluation).items()],
             params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
             tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
             synchronous=True,
@@ -149,9 +152,63 @@ def _log_plots(client: Any, run_id: str, plots: list[Path]) -> None:
 _NOT_THERE = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
 
 
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+"""What MLflow's run ids look like: anything else is a run name."""
+
+
+def find_run(ref: str) -> Any:
+    """The MLflow run ``ref`` names: a run id (32 hex digits), else a run name, looked up in
+    every active experiment of the tracking store (not the run of this process under
+    ``mlflow run``). No run of that name, or more than one, is `InputError`; the latter lists
+    them (id, experiment, start time) so that one can be given by id."""
+    import mlflow
+
+    what = f"read run {ref!r}"
+    client = mlflow.MlflowClient()
+    if _RUN_ID.fullmatch(ref):
+        return within(what, _not_there_is_input, ref, client.get_run, ref)
+    quote = "'" if "'" not in ref else '"'
+    if quote in ref:
+        raise InputError(f"run name {ref!r} holds both kinds of quote; give the run's id")
+    experiments = {e.experiment_id: e.name for e in within(what, client.search_experiments)}
+    found = within(
+        what,
+        client.search_runs,
+        list(experiments),
+        f"attributes.run_name = {quote}{ref}{quote}",
+        order_by=["attributes.start_time DESC"],
+    )
+    runs = [r for r in found if r.info.run_id != os.environ.get("MLFLOW_RUN_ID")]
+    if not runs:
+        raise InputError(
+            f"no run named {ref!r} in any experiment of {mlflow.get_tracking_uri()}, and no "
+            "results file of that name; give a run id, a run name or a results file"
+        )
+    if len(runs) > 1:
+        listed = "; ".join(
+            f"{r.info.run_id} (experiment {experiments[r.info.experiment_id]!r}, started "
+            f"{_utc(r.info.start_time)})"
+            for r in runs
+        )
+        raise InputError(
+            f"run name {ref!r} is ambiguous: {len(runs):,} runs have it: {listed}; "
+            "give the run's id"
+        )
+    return runs[0]
+
+
+def _utc(milliseconds: int | None) -> str:
+    """A run's start time as ``2026-12-04 18:40:12 UTC``."""
+    if milliseconds is None:
+        return "at an unknown time"
+    moment = datetime.datetime.fromtimestamp(milliseconds / 1000, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def load_results(ref: str) -> RunResults:
-    """The results of run ``ref`` (a run id), or of a local results file or folder (a Spark
-    engine's) when ``ref`` is one; the id column they were scored with comes along."""
+    """The results of run ``ref`` (a run id or name, `find_run`), or of a local results file
+    or folder (a Spark engine's) when ``ref`` is one; the id column they were scored with and
+    the run's name come along."""
     path = Path(ref)
     if path.suffix == ".parquet" or path.exists():
         if not path.exists() or (path.is_dir() and not any(path.glob("*.parquet"))):
@@ -160,9 +217,10 @@ def load_results(ref: str) -> RunResults:
 
     import mlflow
 
+    run = find_run(ref)
+    ref = str(run.info.run_id)
     what = f"read run {ref!r}"
     client = mlflow.MlflowClient()
-    run = within(what, _not_there_is_input, ref, client.get_run, ref)
     files = within(what, _not_there_is_input, ref, client.list_artifacts, ref, PREFIX)
     size = sum(f.file_size or 0 for f in files) / 2**20
     with tempfile.TemporaryDirectory(prefix="numdiff-compare-") as folder:
@@ -179,7 +237,8 @@ def load_results(ref: str) -> RunResults:
         name = f"the results of run {ref!r} ({PREFIX}/{RESULTS_PARQUET})"
         frame = read_local(Path(local), ref, name).frame
     deleted = run.info.lifecycle_stage == "deleted"
-    return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted)
+    named = run.info.run_name or None
+    return RunResults(frame, ref, recorded(run.data.params), run.info.status, deleted, named)
 
 
 def _not_there_is_input(ref: str, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -222,16 +281,23 @@ def log_comparison(
 ) -> str:
     """Record a comparison (`compare.render.to_json`) in a new MLflow run; its run id.
 
-    Metrics ``compare/<aggregate>_diff``, ``compare/p_value``, ``compare/n_regressed`` and
-    ``compare/n_improved``; params ``compare/run_a`` and ``compare/run_b``; the summary as the
-    artifact ``compare/comparison.json``.
+    Metrics ``compare/<aggregate>_diff``, the intervals of the paired differences
+    ``compare/{pass_rate,mean_score}_diff_ci_{low,high}``, ``compare/p_value``,
+    ``compare/n_regressed`` and ``compare/n_improved``; params ``compare/run_a`` and
+    ``compare/run_b``; the summary as the artifact ``compare/comparison.json``.
     """
     import mlflow
 
     figures = {
         f"compare/{name}_diff": values["diff"]
         for name, values in summary["aggregates"].items()
-        if values["diff"] is not None
+        if values.get("diff") is not None
+    }
+    figures |= {
+        f"compare/{name}_diff_{bound}": delta[bound]
+        for name, delta in summary["deltas"].items()
+        for bound in ("ci_low", "ci_high")
+        if delta[bound] is not None
     }
     test = summary["test"]
     figures.update(

@@ -10,10 +10,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import binomtest, ttest_rel
 
 from numdiff_component import InputError, score_frame
-from numdiff_component.compare.comparison import align, compare_results, mcnemar_p_value
+from numdiff_component.compare.comparison import (
+    align,
+    compare_results,
+    mcnemar_p_value,
+    mean_score_delta,
+    pass_rate_delta,
+)
 from numdiff_component.compare.render import to_json
+from numdiff_component.intervals import LEVEL
+from numdiff_component.job.baseline import VsBaseline
 from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 
 
@@ -209,6 +220,7 @@ def test_cli_compare_text_and_log(scored_runs_a_b: tuple[str, str]) -> None:
     run = MlflowClient().get_run(run_id)
     assert run.data.metrics["compare/n_regressed"] == 2
     assert run.data.metrics["compare/pass_rate_diff"] == pytest.approx(-1 / 8)
+    assert run.data.metrics["compare/pass_rate_diff_ci_low"] < -1 / 8
     assert run.data.params["compare/run_a"] == scored_runs_a_b[0]
     logged = json.loads(
         Path(MlflowClient().download_artifacts(run_id, "compare/comparison.json")).read_text()
@@ -271,14 +283,21 @@ def test_local_results_are_paired_by_the_id_column_they_were_scored_with(tmp_pat
             scoring=Scoring(id_col="id"),
             results_dir=str(tmp_path / name),
             track=False,
+            baseline=str(tmp_path / "a" / "results.parquet") if name == "b" else None,
         )
-        run_job(config)
+        outcome = run_job(config)
+    vs_baseline = outcome.evaluation.vs_baseline  # B's job, against A's results file
+    assert vs_baseline is not None and vs_baseline.comparison.verdict == "no significant difference"
+    assert (vs_baseline.comparison.n_regressed, vs_baseline.comparison.n_improved) == (1, 1)
+    assert (tmp_path / "b" / "vs_baseline_histograms.png").read_bytes().startswith(b"\x89PNG")
     a_file, b_file = (str(tmp_path / name / "results.parquet") for name in "ab")
-    done = invoke("compare", a_file, b_file, "--json")
+    done = invoke("compare", a_file, b_file, "--json", "--plot", str(tmp_path / "ab.png"))
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["matched_by"] == {"id_col": "id"} and summary["n_expected_differ"] == 0
     assert [r["id"] for r in summary["regressed"]] == ["item-0004"]
+    assert summary["deltas"]["pass_rate"]["diff"] == 0 and summary["test"]["verdict"]
+    assert (tmp_path / "ab.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_compare_shows_the_options_each_side_was_scored_with(tmp_path: Path) -> None:
@@ -368,6 +387,7 @@ def test_runs_not_finished_or_deleted_are_warned_of(scored_runs_a_b: tuple[str, 
     done = numdiff_process("compare", a, b)
     assert done.returncode == 0, done.stderr
     warnings = done.stderr.strip().splitlines()
+    a, b = f"a (run {a})", f"b (run {b})"  # each run's name, and its id
     assert warnings == [
         f"numdiff: warning: run A {a!r} is RUNNING: its results may not be complete yet",
         f"numdiff: warning: run B {b!r} is FAILED: its results may be from a failed job",
@@ -454,3 +474,131 @@ def test_integer_ids_with_a_null_keep_every_bit_through_score_and_compare(
         "compare", str(tmp_path / "a.parquet"), str(tmp_path / "a.parquet"), "--id-col", "big"
     )
     assert done.returncode == 0, done.stderr
+
+
+# --- the paired differences, their intervals and the verdict ---------------------------------
+
+
+def _newcombe_reference(passed_a: np.ndarray, passed_b: np.ndarray) -> tuple[float, float]:
+    """Newcombe's method 10 written out apart: scipy's Wilson intervals of each side, numpy's
+    correlation of the paired outcomes (phi) corrected for continuity (a positive ad - bc less
+    n/2), his two square roots."""
+    n = len(passed_a)
+    k_a, k_b = int(passed_a.sum()), int(passed_b.sum())
+    ci_a = binomtest(k_a, n).proportion_ci(confidence_level=LEVEL, method="wilson")
+    ci_b = binomtest(k_b, n).proportion_ci(confidence_level=LEVEL, method="wilson")
+    constant = passed_a.all() or not passed_a.any() or passed_b.all() or not passed_b.any()
+    phi = 0.0 if constant else float(np.corrcoef(passed_a, passed_b)[0, 1])
+    if phi > 0:  # the correlation is ad - bc over the margins' root: take n/2 off ad - bc
+        ad_bc = phi * math.sqrt(k_a * (n - k_a) * k_b * (n - k_b))
+        phi = max(0.0, ad_bc - n / 2) / math.sqrt(k_a * (n - k_a) * k_b * (n - k_b))
+    p_a, p_b = k_a / n, k_b / n
+    d_low = math.sqrt(
+        max(0, (p_b - ci_b.low) ** 2 - 2 * phi * (p_b - ci_b.low) * (ci_a.high - p_a)
+            + (ci_a.high - p_a) ** 2)
+    )  # fmt: skip
+    d_high = math.sqrt(
+        max(0, (ci_b.high - p_b) ** 2 - 2 * phi * (ci_b.high - p_b) * (p_a - ci_a.low)
+            + (p_a - ci_a.low) ** 2)
+    )  # fmt: skip
+    return max(-1, p_b - p_a - d_low), min(1, p_b - p_a + d_high)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=300))
+def test_pass_rate_delta_equals_newcombes_interval_computed_apart(
+    pairs: list[tuple[bool, bool]],
+) -> None:
+    passed_a, passed_b = (np.array(side, dtype=bool) for side in zip(*pairs, strict=True))
+    delta = pass_rate_delta(passed_a, passed_b)
+    assert delta.diff == pytest.approx(passed_b.mean() - passed_a.mean(), abs=1e-12)
+    assert (delta.low, delta.high) == pytest.approx(_newcombe_reference(passed_a, passed_b))
+    assert -1 <= delta.low <= delta.diff <= delta.high <= 1
+
+
+def test_pass_rate_delta_of_a_known_table() -> None:
+    """36 rows pass on both sides, 12 in B only, 2 in A only, none on neither: B - A = 0.2; and
+    the two tables of Fagerland, Lydersen and Laake's chapter 8 (B first, A second)."""
+    a = np.array([True] * 36 + [False] * 12 + [True] * 2)
+    b = np.array([True] * 36 + [True] * 12 + [False] * 2)
+    delta = pass_rate_delta(a, b)
+    assert (delta.diff, delta.low, delta.high) == pytest.approx((0.2, 0.0569, 0.3404), abs=5e-5)
+    for table, expected in [
+        ((1, 1, 7, 12), (-0.2857, -0.5069, -0.0256)),  # Bentur et al.
+        ((59, 6, 16, 80), (-0.0621, -0.1186, -0.0046)),  # Cavo et al.
+    ]:
+        # the counts passing on both sides, in B only, in A only, on neither
+        b = np.repeat([True, True, False, False], table)
+        a = np.repeat([True, False, True, False], table)
+        delta = pass_rate_delta(a, b)
+        assert (delta.diff, delta.low, delta.high) == pytest.approx(expected, abs=5e-5)
+    unchanged = pass_rate_delta(np.ones(40, bool), np.ones(40, bool))  # not an empty interval
+    assert unchanged.low < 0 < unchanged.high
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=200, unique_by=lambda p: p
+    )
+)
+def test_mean_score_delta_equals_scipys_paired_t_interval(pairs: list[tuple[float, float]]) -> None:
+    score_a, score_b = (np.array(side) for side in zip(*pairs, strict=True))
+    delta = mean_score_delta(score_a, score_b)
+    assert delta.diff == pytest.approx(float(np.mean(score_b - score_a)), abs=1e-12)
+    if np.ptp(score_b - score_a) < 1e-9:  # every row changed alike: no spread, no t
+        return
+    ci = ttest_rel(score_b, score_a).confidence_interval(LEVEL)
+    expected = (max(-1.0, ci.low), min(1.0, ci.high))
+    assert (delta.low, delta.high) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("regress", "improve", "verdict"),
+    [
+        (set(range(1, 40, 5)), set(), "worse"),  # 8 against 0: p = 0.008
+        (set(), set(range(1, 40, 5)), "better"),
+        ({1, 2, 3}, {6, 7}, "no significant difference"),
+    ],
+)
+def test_the_verdict_and_the_gate(regress: set[int], improve: set[int], verdict: str) -> None:
+    a, b = pair(50, regress=regress, improve=improve)
+    comparison = compare_results(a, b, id_col="id")
+    assert comparison.verdict == verdict
+    assert to_json(comparison)["test"]["verdict"] == verdict
+    gated = VsBaseline(comparison, "v1", fail_if_worse=True)
+    assert gated.passed is (verdict != "worse")
+    assert VsBaseline(comparison, "v1").passed  # no gate asked for
+    metrics = gated.metrics()
+    assert metrics["numeric_diff/vs_baseline/n_regressed"] == len(regress)
+    assert metrics["numeric_diff/vs_baseline/n_shared"] == 50
+    rate = comparison.deltas["pass_rate"]
+    assert metrics["numeric_diff/vs_baseline/pass_rate_delta_ci_low"] == rate.low
+    assert metrics["numeric_diff/vs_baseline/mcnemar_p"] == comparison.p_value
+    start = {"worse": "Worse than", "better": "Better than"}.get(
+        verdict, "No significant difference from"
+    )
+    assert gated.message.startswith(f"{start} the baseline 'v1': pass rate")
+
+
+def test_shared_ids_are_paired_and_the_others_counted() -> None:
+    a, b = pair(20, regress={3}, improve=set())
+    comparison = compare_results(a.iloc[2:], b.iloc[:-5], id_col="id", shared=True)
+    assert len(comparison.rows) == 13
+    assert (comparison.n_only_a, comparison.n_only_b) == (5, 2)
+    assert comparison.regressed()["id"].tolist() == ["item-0003"]
+    with pytest.raises(InputError, match="the runs share no id in 'id' \\(10 in A"):
+        compare_results(a.iloc[:10], b.iloc[10:], id_col="id", shared=True)
+
+
+@pytest.mark.parametrize("tallest", [30, 100_000])  # linear, then log: the same on both sides
+def test_histograms_side_by_side_share_their_y_scale(tallest: int) -> None:
+    from numdiff_component.report.plots import SCORE_EDGES, Histogram, histogram_figure
+
+    bins = len(SCORE_EDGES) - 1
+    big, small = np.zeros(bins, dtype=np.int64), np.zeros(bins, dtype=np.int64)
+    big[-1], small[-1], small[3] = tallest, 20, 21  # 20 vs 21: read from the bars' heights
+    figure = histogram_figure(
+        [Histogram(big, small * 0, 1, 0.99, "A"), Histogram(small, small * 0, 0, 0.9, "B")]
+    )
+    a, b = figure.axes
+    assert a.get_ylim() == b.get_ylim() and a.get_ylim()[1] >= tallest
+    assert a.get_yscale() == b.get_yscale() == ("log" if tallest > 100 else "linear")

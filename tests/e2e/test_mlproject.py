@@ -21,7 +21,7 @@ from numdiff_component import AGGREGATE_NAMES, aggregate
 from numdiff_component.cli.main import score
 from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
-from tests.fixtures.commands import invoke
+from tests.fixtures.commands import invoke, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())
@@ -30,7 +30,16 @@ HEADLINE = ["mean_score", "pass_rate", "mae", "mean_score_stderr", "n_rows", "n_
 
 
 COMMAND = MLPROJECT["entry_points"]["main"]["command"]
-NOT_OPTIONS = {"predictions", "output_col", "expected_col", "id_col", "fail_under", "run_name"}
+NOT_OPTIONS = {
+    "predictions",
+    "output_col",
+    "expected_col",
+    "id_col",
+    "fail_under",
+    "run_name",
+    "baseline",
+    "fail_if_worse",
+}
 
 
 def _cli_params() -> dict[str, click.Parameter]:
@@ -43,9 +52,12 @@ def test_entry_point_parameters_are_the_options_and_the_cli_arguments() -> None:
     for name in ("output_col", "expected_col"):
         assert PARAMETERS[name]["default"] == _cli_params()[name].default == name.split("_")[0]
     assert float(PARAMETERS["fail_under"]["default"]) == _cli_params()["fail_under"].default
+    assert PARAMETERS["fail_if_worse"]["default"] == "false"
+    assert not _cli_params()["fail_if_worse"].default
     for name in NOT_OPTIONS - {"predictions"}:
         flag = "--" + name.replace("_", "-")
-        assert f"{flag} {{{name}}}" in COMMAND, name
+        separator = "=" if name == "fail_if_worse" else " "  # true|false, as a switch takes it
+        assert f"{flag}{separator}{{{name}}}" in COMMAND, name
 
 
 def test_predictions_come_last_and_default_to_the_sample_by_name() -> None:
@@ -349,3 +361,59 @@ def test_mlflow_run_with_a_bad_value_is_a_tagged_failure(
     assert error in run.data.tags["numeric_diff.error"], run.data.tags
     assert run.data.tags["numeric_diff.exit_code"] == "2"
     assert not run.data.metrics
+
+
+@pytest.mark.slow
+def test_a_step_with_a_baseline_fails_when_worse_and_passes_when_not(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    """``-P baseline= -P fail_if_worse=true`` under ``mlflow run``: a candidate with 7 of the
+    sample's passing answers broken (p = 2/2**7) fails the step with the gate's tag; one with 1
+    regression and 2 improvements passes (the same step run in this process). Then compare
+    names the runs by name, and refuses a name two runs have."""
+    client = MlflowClient()
+    baseline = invoke("score", "--id-col", "id", "--run-name", "baseline", "-q")
+    assert baseline.returncode == 0, baseline.stderr
+    sample = pd.read_csv(sample_path(), dtype=str, keep_default_na=False)
+    worse = tmp_path / "worse.csv"
+    sample.assign(output=sample["output"].where(~sample.index.isin(range(1, 9)), "?")).to_csv(
+        worse, index=False
+    )
+    gate = ("id_col=id", "baseline=baseline", "fail_if_worse=true")
+    assert _project_run(f"predictions={worse}", *gate, project=mlflow_project) is None
+    candidate = str(mlflow_project / "examples" / "candidate.csv")
+    # The same step that passes, in this process (the MLproject's plumbing is checked above).
+    passed = invoke("score", candidate, "--id-col=id", "--baseline=baseline", "--fail-if-worse")
+    assert passed.returncode == 0, passed.stderr
+    assert "No significant difference from the baseline 'baseline (run " in passed.stdout
+    runs = {r.info.run_name: r for r in client.search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])}
+    failed, better = runs["numdiff worse.csv"], runs["numdiff candidate.csv"]
+    assert (failed.info.status, failed.data.tags["numeric_diff.gate"]) == ("FAILED", "failed")
+    figures = failed.data.metrics
+    assert (
+        figures["numeric_diff/vs_baseline/n_regressed"],
+        figures["numeric_diff/vs_baseline/n_improved"],
+    ) == (7, 0)
+    assert figures["numeric_diff/vs_baseline/mcnemar_p"] == pytest.approx(2 / 2**7)
+    assert figures["numeric_diff/vs_baseline/pass_rate_delta"] == pytest.approx(-7 / 36)
+    assert figures["numeric_diff/vs_baseline/pass_rate_delta_ci_high"] < 0
+    description = failed.data.tags["mlflow.note.content"]
+    assert "Worse than the baseline" in description and "--fail-if-worse failed." in description
+    assert (better.info.status, better.data.tags["numeric_diff.gate"]) == ("FINISHED", "passed")
+    assert better.data.metrics["numeric_diff/vs_baseline/n_shared"] == 36
+    assert "No significant difference from" in better.data.tags["mlflow.note.content"]
+
+    done = invoke("compare", "baseline", "numdiff candidate.csv")
+    assert done.returncode == 0, done.stderr
+    assert f"A  baseline (run {runs['baseline'].info.run_id})" in done.stdout
+    assert "pass_rate" in done.stdout and "(Newcombe's paired score interval)" in done.stdout
+    one_line_error(invoke("score", "--baseline", "nobody", "-q"), 2, "no run named 'nobody'")
+    assert invoke("score", "--id-col", "id", "--run-name", "baseline", "-q").returncode == 0
+    one_line_error(
+        invoke("compare", "baseline", "numdiff candidate.csv"),
+        2,
+        "run name 'baseline' is ambiguous: 2 runs have it: ",
+        runs["baseline"].info.run_id,
+        "(experiment 'tests', started ",
+    )
+    assert len(client.search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])) == 4  # none by "nobody"

@@ -291,9 +291,18 @@ def test_load_results_of_a_bad_local_file(tmp_path: Path, make: Any, message: st
     assert str(error.value).startswith(message.format(path=path))
 
 
-@pytest.mark.parametrize("ref", ["0" * 32, "no-such-run"], ids=["unknown id", "not an id"])
-def test_load_results_of_a_missing_run_is_bad_input(tracking_uri: str, ref: str) -> None:
-    with pytest.raises(InputError, match=f"cannot read the results of run '{ref}'"):
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("0" * 32, f"cannot read the results of run '{'0' * 32}'"),
+        ("no-such-run", "no run named 'no-such-run' in any experiment of sqlite:"),
+    ],
+    ids=["unknown id", "no run of that name"],
+)
+def test_load_results_of_a_missing_run_is_bad_input(
+    tracking_uri: str, ref: str, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
         load_results(ref)
 
 
@@ -316,11 +325,29 @@ def test_log_comparison(tracking_uri: str) -> None:
     diffs = {
         f"compare/{name}_diff": values["diff"]
         for name, values in summary["aggregates"].items()
-        if values["diff"] is not None
+        if values.get("diff") is not None  # none of each side's interval bounds
     }
     assert "compare/mae_diff" in diffs and diffs["compare/pass_rate_diff"] == pytest.approx(-1 / 9)
+    assert "compare/pass_rate_ci_low_diff" not in diffs
+    intervals = {
+        f"compare/{name}_diff_{bound}": delta[bound]
+        for name, delta in summary["deltas"].items()
+        for bound in ("ci_low", "ci_high")
+    }
+    assert (
+        intervals["compare/pass_rate_diff_ci_low"]
+        < -1 / 9
+        < 0
+        < intervals["compare/pass_rate_diff_ci_high"]
+    )
     assert run.data.metrics == pytest.approx(
-        {**diffs, "compare/p_value": 1.0, "compare/n_regressed": 1, "compare/n_improved": 0}
+        {
+            **diffs,
+            **intervals,
+            "compare/p_value": 1.0,
+            "compare/n_regressed": 1,
+            "compare/n_improved": 0,
+        }
     )
     logged = mlflow.artifacts.load_text(f"runs:/{run_id}/compare/comparison.json")
     assert json.loads(logged) == summary
