@@ -428,25 +428,38 @@ def test_only_the_cli_prints_or_exits() -> None:
 
 
 def _private_names_imported(tree_: ast.AST) -> set[str]:
-    """``module._name`` for each ``from numdiff_component.module import _name`` in ``tree_``."""
-    return {
-        f"{node.module}.{alias.name}"
+    """``module._name`` for each ``from numdiff_component.module import _name`` in ``tree_``,
+    and each ``module._name`` read through a module imported from the package."""
+    imports = [
+        node
         for node in ast.walk(tree_)
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("numdiff_component")
+    ]
+    bound = {alias.asname or alias.name for node in imports for alias in node.names}
+    return {
+        f"{node.module}.{alias.name}"
+        for node in imports
         for alias in node.names
-        if alias.name.startswith("_") and not alias.name.startswith("__")
+        if _private(alias.name)
+    } | {
+        f"{node.value.id}.{node.attr}"
+        for node in ast.walk(tree_)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        if node.value.id in bound and _private(node.attr)
     }
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def test_no_module_imports_another_ones_private_names() -> None:
-    """A name used by another module is public; tests use public names too (the reading
-    package and its tests: issue 28)."""
-    for module in set(MODULES) - {"reading"}:
+    """A name used by another module is public; tests use public names too."""
+    for module in MODULES:
         assert not _private_names_imported(tree(module)), module
     for path in (ROOT / "tests").rglob("*.py"):
-        if "reading" not in path.relative_to(ROOT / "tests").parts:
-            found = _private_names_imported(ast.parse(path.read_text(encoding="utf-8")))
-            assert not found, f"{path.relative_to(ROOT)}: {found}"
+        found = _private_names_imported(ast.parse(path.read_text(encoding="utf-8")))
+        assert not found, f"{path.relative_to(ROOT)}: {found}"
 
 
 def test_timers_exit_handlers_and_forks_are_the_process_modules() -> None:

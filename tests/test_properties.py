@@ -196,7 +196,7 @@ _V3_PIECES = [
     *(". ", ", ", "$119. 95", "\uff11\uff12", "\u0661\u0662\u0663", "\u0966", "-", "\u2212", "+"),
     *(" ", "  ", "\t", "\n", ",", ".", "k", "M", "bn", "####", "answer is", "\\boxed{", "}"),
     *(" " * 9, " \t" * 6),  # more blanks after a token than the column reader looks through
-    *("{,}", ",\\!", "1{,}234", "\ue000"),  # rows parse_general looks at first (its _special_regex)
+    *("{,}", ",\\!", "1{,}234", "\ue000"),  # rows parse_general looks at first (its special_regex)
 ]
 v3_texts = st.lists(
     st.one_of(

@@ -39,7 +39,7 @@ from numdiff_component.process import (
 )
 
 # Fail fast when the tracking server is down: a pipeline step should not retry for minutes.
-_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
 class _Group(click.Group):
@@ -67,7 +67,7 @@ def cli() -> None:
 
     Set NUMDIFF_TRACEBACK=1 to see the traceback behind an error.
     """
-    for key, value in _HTTP_DEFAULTS.items():  # the user's own settings win
+    for key, value in HTTP_DEFAULTS.items():  # the user's own settings win
         os.environ.setdefault(key, value)
     # MLflow writes "View run ..." to stdout inside end_run, before the run is marked finished:
     # a closed or broken stdout would leave a run that logged everything RUNNING.

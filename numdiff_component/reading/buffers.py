@@ -15,7 +15,7 @@ Spans = tuple[np.ndarray, np.ndarray, np.ndarray]
 overlapping, with or without gaps between them (the head of each string of an array, say)."""
 
 
-def _bytes(strings: pa.Array) -> Spans:
+def byte_spans(strings: pa.Array) -> Spans:
     """Where each string starts and ends in Arrow's text buffer, and that buffer (no copy)."""
     width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     _, offsets_buffer, data_buffer = strings.buffers()
@@ -29,22 +29,22 @@ def as_mask(condition: pa.Array) -> np.ndarray:
     return np.asarray(condition.fill_null(False), dtype=bool)
 
 
-def _byte_lengths(strings: pa.Array) -> np.ndarray:
-    starts, ends, _ = _bytes(strings)
+def byte_lengths(strings: pa.Array) -> np.ndarray:
+    starts, ends, _ = byte_spans(strings)
     return ends - starts
 
 
-def _top_byte(strings: pa.Array) -> int:
+def top_byte(strings: pa.Array) -> int:
     """The largest byte of the strings (and of any a null hides): below 0x80, all ASCII; from
     0xF0, a character beyond the Basic Multilingual Plane starts there."""
-    starts, ends, data = _bytes(strings)
+    starts, ends, data = byte_spans(strings)
     return int(data[int(starts[0]) : int(ends[-1])].max(initial=0)) if len(strings) else 0
 
 
-def _astral_chars(strings: pa.Array) -> str:
+def astral_chars(strings: pa.Array) -> str:
     """The distinct characters beyond the Basic Multilingual Plane (four UTF-8 bytes, the first
     from 0xF0) that the strings hold."""
-    starts, ends, data = _bytes(strings)
+    starts, ends, data = byte_spans(strings)
     first = int(starts[0])
     at = first + np.flatnonzero(data[first : int(ends[-1])] >= 0xF0)
     code = (data[at].astype(np.int64) & 0x07) << 18
@@ -53,19 +53,19 @@ def _astral_chars(strings: pa.Array) -> str:
     return "".join(map(chr, np.unique(code).tolist()))
 
 
-def _first_bytes(strings: pa.Array) -> np.ndarray:
+def first_bytes(strings: pa.Array) -> np.ndarray:
     """The first byte of each string (0 when empty or null), read from Arrow's buffers."""
-    starts, ends, data = _bytes(strings)
+    starts, ends, data = byte_spans(strings)
     return np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
 
 
-def _last_byte(spans: Spans) -> np.ndarray:
+def last_byte(spans: Spans) -> np.ndarray:
     """The last byte of each span (0 when empty), read without a copy."""
     starts, ends, data = spans
     return np.where(ends > starts, data[np.maximum(ends - 1, 0)], 0)
 
 
-def _spans_holding(spans: Spans, byte: int) -> np.ndarray:
+def spans_holding(spans: Spans, byte: int) -> np.ndarray:
     """The spans holding ``byte`` (one ASCII character), on bytes."""
     starts, ends, data = spans
     out = np.zeros(len(starts), bool)
@@ -78,12 +78,12 @@ def _spans_holding(spans: Spans, byte: int) -> np.ndarray:
     return out
 
 
-def _holding(strings: pa.Array, byte: int) -> np.ndarray:
+def rows_holding(strings: pa.Array, byte: int) -> np.ndarray:
     """The strings holding ``byte`` (``pc.match_substring`` of one ASCII character, on bytes)."""
-    return _spans_holding(_bytes(strings), byte) & np.asarray(strings.is_valid(), dtype=bool)
+    return spans_holding(byte_spans(strings), byte) & np.asarray(strings.is_valid(), dtype=bool)
 
 
-def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+def span_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     """The spans ``starts``..``ends`` of ``data`` (whole UTF-8 characters) as strings, copied."""
     lengths = (ends - starts).astype(np.int64)
     offsets = np.zeros(len(lengths) + 1, np.int64)
@@ -102,22 +102,22 @@ def may_hold(strings: pa.Array, chars: bytes) -> bool:
     return any(bytes([byte]) in text for byte in set(chars))
 
 
-def _byte_table(chars: bytes) -> np.ndarray:
+def byte_table(chars: bytes) -> np.ndarray:
     """A table of the 256 bytes, true at those of ``chars``: ``table[byte]`` tests a byte array."""
     return np.isin(np.arange(256), [*chars])
 
 
-def _scale_word_at(
+def scale_word_at(
     text: pa.Array, where: np.ndarray, one: np.ndarray, pairs: np.ndarray
 ) -> np.ndarray:
     """Whether a scale word may start at each position ``where`` of Arrow's text buffer, whose
     byte starts one (`_after_token`'s ``where`` of a row with a scale letter there).
 
-    A superset of the scale words matching there (``one`` and ``pairs``: `tiers._scale_bytes`):
+    A superset of the scale words matching there (``one`` and ``pairs``: `tiers.scale_bytes`):
     a word of one byte, or the first two bytes of a longer word (the byte after the row's end,
     when the letter ends it, is the next row's: a superset still).
     """
-    _, _, data = _bytes(text)
+    _, _, data = byte_spans(text)
     first = data[where]
     second = np.where(where + 1 < len(data), data[np.minimum(where + 1, len(data) - 1)], 0)
     return one[first] | pairs[first, second]

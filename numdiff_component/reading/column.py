@@ -24,19 +24,19 @@ from numdiff_component.reading.grammar import LATEX_COMMAS
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.routes import matching, route, text_route_regex, tier_options
 from numdiff_component.reading.tiers import (
-    _MARK,
-    _cast_whole,
-    _nulls_where,
-    _parse_full,
-    _parse_lead,
+    MARK,
+    cast_whole,
+    nulls_where,
+    parse_full,
+    parse_lead,
 )
 from numdiff_component.reading.tiers_readings import (
-    _classic,
-    _hard_regex,
-    _parse_general,
-    _re2_scan,
-    _special_bytes,
-    _special_regex,
+    classic_options,
+    hard_pattern,
+    parse_general,
+    re2_scan,
+    special_bytes,
+    special_regex,
 )
 
 
@@ -57,23 +57,23 @@ def _value_or_nan(opts: Options) -> Callable[[str], float]:
 
 def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray | None]:
     """The rows the one-value reader reads (`route`), and with §1.1's readings the rows that
-    `parse_general` looks at before its RE2 patterns (its `_special_regex`; else ``None``).
+    `parse_general` looks at before its RE2 patterns (its `special_regex`; else ``None``).
 
     When both are wanted, one pass finds the rows matching either test, and each test then runs
     on those rows only: one pass over the text instead of two (few rows match either).
     """
     base = tier_options(opts)
     routed = text_route_regex(text, opts)
-    if _classic(base) or not routed:
+    if classic_options(base) or not routed:
         return matching(text, routed), None
-    if not may_hold(text, _special_bytes(base)):  # each match of the test holds one of them
+    if not may_hold(text, special_bytes(base)):  # each match of the test holds one of them
         return matching(text, routed), np.zeros(len(text), bool)
-    either = as_mask(pc.match_substring_regex(text, f"{routed}|{_special_regex(base)}"))
+    either = as_mask(pc.match_substring_regex(text, f"{routed}|{special_regex(base)}"))
     plain, special = np.zeros(len(text), bool), np.zeros(len(text), bool)
     if either.any():
         some = text.filter(either)
         plain[either] = as_mask(pc.match_substring_regex(some, routed))
-        special[either] = as_mask(pc.match_substring_regex(some, _special_regex(base)))
+        special[either] = as_mask(pc.match_substring_regex(some, special_regex(base)))
     return plain, special
 
 
@@ -83,17 +83,17 @@ def _tiers(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> 
     `parse_lead`, and the rows it hands on to `parse_full`; with §1.1's readings,
     `parse_general` (``special``: see `_closer_looks`).
     """
-    if not _classic(opts):
-        return _parse_general(text, opts, special)
-    out, rest = _parse_lead(text, opts)
+    if not classic_options(opts):
+        return parse_general(text, opts, special)
+    out, rest = parse_lead(text, opts)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
-        marked = rest & as_mask(pc.match_substring(text, _MARK))
+        marked = rest & as_mask(pc.match_substring(text, MARK))
         for i in np.flatnonzero(marked):
             value = parse_text(text[i].as_py(), opts)
             out[i] = np.nan if value is None else value
         rest &= ~marked
     if rest.any():
-        out[rest] = _parse_full(text.filter(rest), opts)
+        out[rest] = parse_full(text.filter(rest), opts)
     return out
 
 
@@ -105,7 +105,7 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     others by the tiers.
     """
     base = tier_options(opts)
-    out = _cast_whole(text, base)
+    out = cast_whole(text, base)
     if out is not None and not text.null_count and np.isfinite(out).all():
         return out  # plain numbers only (a number column held as text)
     valid = np.asarray(text.is_valid(), dtype=bool)
@@ -119,7 +119,7 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     plain &= todo
     todo &= ~plain
     if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
-        hidden = text if (todo == valid).all() else _nulls_where(text, ~todo)
+        hidden = text if (todo == valid).all() else nulls_where(text, ~todo)
         out[todo] = _tiers(hidden, base, None if special is None else special & todo)[todo]
     elif todo.any():
         out[todo] = _tiers(text.filter(todo), base, None if special is None else special[todo])
@@ -246,25 +246,25 @@ def several_numbers(values: Any, options: Options | None = None, **overrides: An
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         return np.zeros(len(array), bool)  # numbers, booleans, nulls: no text
     text, full, opts = array, opts, tier_options(opts)
-    if _cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
+    if cast_whole(text, opts) is not None:  # plain numbers (a number column as text): one each
         return np.zeros(len(text), bool)
     plain = route(text, full, counting=True)
     if opts.thousands == "any" and may_hold(text, b"{\\"):
         for latex in LATEX_COMMAS:
             text = pc.replace_substring(text, latex, ",")
     # At most one digit run: at most one token. The others are counted by the scan, except the
-    # rows it may cut differently (`_hard_regex`, or holding `_MARK`): those one by one.
+    # rows it may cut differently (`hard_pattern`, or holding `MARK`): those one by one.
     rest = ~as_mask(pc.match_substring_regex(text, "^[^0-9]*(?:[0-9]+[^0-9]*)?$")) & ~plain
     out = np.zeros(len(text), bool)
     if plain.any():
         count = _read_plain(array.filter(plain), full, lambda s: count_tokens(s, full) == 2)
         out[plain] = count > 0
-    hard_regex = "|".join(filter(None, [_hard_regex(opts), _MARK]))
+    hard_regex = "|".join(filter(None, [hard_pattern(opts), MARK]))
     hard = rest & as_mask(pc.match_substring_regex(text, hard_regex))
     rest &= ~hard
     if rest.any():
-        marked = pc.replace_substring_regex(text.filter(rest), _re2_scan(opts), _MARK)
-        out[rest] = np.asarray(pc.count_substring(marked, _MARK)) >= 2
+        marked = pc.replace_substring_regex(text.filter(rest), re2_scan(opts), MARK)
+        out[rest] = np.asarray(pc.count_substring(marked, MARK)) >= 2
     for i in np.flatnonzero(hard):
         out[i] = count_tokens(array[i].as_py(), opts) == 2
     return out

@@ -193,7 +193,7 @@ def value_end(text: str, token: Token, opts: Options) -> tuple[float | None, int
     return (number if math.isfinite(number) else None), end
 
 
-def _latex_commas(text: str, opts: Options) -> str:
+def latex_commas(text: str, opts: Options) -> str:
     if opts.thousands == "any":
         for latex in LATEX_COMMAS:
             text = text.replace(latex, ",")
@@ -209,7 +209,7 @@ def _last(items: Iterator[Token]) -> Token | None:
 
 def chosen(text: str, options: Options) -> tuple[str, Token | None]:
     """The text read (the answer span with ``pick="answer"``) and its token ``pick`` chooses."""
-    text = _latex_commas(text, options)
+    text = latex_commas(text, options)
     if options.pick == "answer":
         span = answer_span(text, options)
         if span is not None:  # read as if the span were the whole text
@@ -240,7 +240,7 @@ def quantity_text(text: str, options: Options) -> tuple[float | None, str | None
 
 def count_tokens(text: str, opts: Options, at_most: int = 2) -> int:
     """How many tokens ``text`` holds (counting stops at ``at_most``)."""
-    return len(list(islice(tokens(_latex_commas(text, opts), opts), at_most)))
+    return len(list(islice(tokens(latex_commas(text, opts), opts), at_most)))
 
 
 def _is_missing(value: Any) -> bool:

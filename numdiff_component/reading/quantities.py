@@ -22,21 +22,21 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
     Spans,
-    _byte_lengths,
-    _bytes,
-    _last_byte,
-    _spans_holding,
-    _strings,
     as_mask,
+    byte_lengths,
+    byte_spans,
+    last_byte,
     may_hold,
+    span_strings,
+    spans_holding,
 )
 from numdiff_component.reading.column import as_arrow, parse_column
 from numdiff_component.reading.grammar import CURRENCY, separators
 from numdiff_component.reading.marks import any_marker_regex, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
 from numdiff_component.reading.routes import route
-from numdiff_component.reading.signs import _signed_values
-from numdiff_component.reading.tiers import _from_first_digit, _to_float
+from numdiff_component.reading.signs import signed_values
+from numdiff_component.reading.tiers import from_first_digit, to_float
 from numdiff_component.reading.units import unit_in, unit_name, unit_run
 
 Units = tuple[np.ndarray, list[str]]
@@ -65,22 +65,22 @@ _CURRENCY_HEAD = rf"^[^0-9]*(?P<cur>[{CURRENCY}])[{_SIGNS}]?[0-9]"
 def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Array, Spans]:
     """The rows that hold one quantity (see above); their tokens and the text after them, and
     every row's text before its first digit."""
-    tail, cut = _from_first_digit(array)
+    tail, cut = from_first_digit(array)
     pattern = _tail_regex(opts.decimal_comma, opts.pick == "first")
     simple = as_mask(pc.match_substring_regex(tail, pattern)) & ~route(array, opts)
     # Before the first digit: a backslash or a brace (\frac, LaTeX's {,}), or a mark right
     # before it (".5"), read on the bytes of the text before it.
-    starts, ends, data = _bytes(array)
+    starts, ends, data = byte_spans(array)
     head = (starts, starts + cut, data)
-    simple &= ~np.isin(_last_byte(head), list(b".,"))
+    simple &= ~np.isin(last_byte(head), list(b".,"))
     for byte in b"\\{}":
         if simple.any() and may_hold(array, bytes([byte])):
-            simple &= ~_spans_holding(head, byte)
+            simple &= ~spans_holding(head, byte)
     tok = pc.struct_field(
         pc.extract_regex(tail.filter(simple), _token_regex(opts.decimal_comma)), "tok"
     )
-    after = starts[simple] + cut[simple] + _byte_lengths(tok)
-    rest = _strings(data, after, ends[simple])
+    after = starts[simple] + cut[simple] + byte_lengths(tok)
+    rest = span_strings(data, after, ends[simple])
     if opts.pick == "answer" and len(rest):  # a marker after the token: its span is read
         marked = as_mask(pc.match_substring_regex(rest, any_marker_regex(opts)))
         if marked.any():
@@ -127,18 +127,18 @@ def _read_simple(
 ) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """The numbers of the simple rows and their units (codes into a list of unit texts).
 
-    The number as the tiers read it: the token (`_to_float`), times the scale word, over 100
-    for a percent, with the sign before it (`_signed_values`); what follows the token is read
+    The number as the tiers read it: the token (`to_float`), times the scale word, over 100
+    for a percent, with the sign before it (`signed_values`); what follows the token is read
     once per distinct text (`after_token`)."""
     index, reads = _distinct(rest, lambda text: after_token(text, opts))
     factor, percent, units = (list(column) for column in zip(*reads, strict=True))
     group = separators(opts.decimal_comma)[0]
-    values = _to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, group)))
+    values = to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, group)))
     if opts.scale == "words":
         values *= np.array(factor)[index]
     values[np.array(percent, bool)[index]] /= 100
     starts, ends, data = head
-    values = _signed_values((starts[simple], ends[simple], data), values)
+    values = signed_values((starts[simple], ends[simple], data), values)
     values[~np.isfinite(values)] = np.nan
     codes = index + len(CURRENCY)  # a currency symbol is the unit where no unit follows
     bare = np.array([unit is None for unit in units], bool)[index]

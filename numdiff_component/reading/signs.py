@@ -14,26 +14,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from numdiff_component.reading.buffers import Spans, _byte_table, _last_byte, _strings, as_mask
+from numdiff_component.reading.buffers import Spans, as_mask, byte_table, last_byte, span_strings
 from numdiff_component.reading.grammar import CURRENCY, MINUS
 
 
-def _alnum_mask(chars: pa.Array) -> np.ndarray:
+def alnum_mask(chars: pa.Array) -> np.ndarray:
     """``str.isalnum`` of each one-character string, computed once per distinct character."""
     distinct = pc.unique(chars).to_pylist()
     alnum = pa.array([c for c in distinct if c is not None and c.isalnum()], pa.string())
     return as_mask(pc.is_in(chars, value_set=alnum))
 
 
-def _signed_values(head: Spans, values: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
+def signed_values(head: Spans, values: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
     """The values with the sign that ends ``head``, the text before each token, when it belongs
     (see SPEC §1): right before the token, or right before one currency symbol that ends
-    ``head`` (SPEC v3). ``last``: `_last_byte` of ``head`` when the caller has it."""
-    # A minus ends with one of `_MINUS_LAST` (0x2D, 0x92): only those heads are looked at; and
+    ``head`` (SPEC v3). ``last``: `last_byte` of ``head`` when the caller has it."""
+    # A minus ends with one of `MINUS_LAST` (0x2D, 0x92): only those heads are looked at; and
     # the heads ending with a currency symbol right after such a byte, up to that symbol.
     starts, ends, data = head
-    last = _last_byte(head) if last is None else last
-    rows = np.flatnonzero(_MINUS_LAST[last])
+    last = last_byte(head) if last is None else last
+    rows = np.flatnonzero(MINUS_LAST[last])
     negate = rows[_sign_minus(data, starts[rows], ends[rows])]
     rows, symbol = _currency_after_minus(head, last)
     negate = np.concatenate([negate, rows[_sign_minus(data, starts[rows], symbol)]])
@@ -63,25 +63,25 @@ def _sign_minus(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     sign = (size > 0) & (at_start | ~_ASCII_ALNUM[byte])
     other = (size > 0) & ~at_start & (byte >= 0x80)
     if other.any():
-        sign[other] = _minus_ends(_strings(data, start[other], end[other]))
+        sign[other] = _minus_ends(span_strings(data, start[other], end[other]))
     return sign
 
 
-_ASCII_ALNUM = _byte_table((string.digits + string.ascii_letters).encode())
+_ASCII_ALNUM = byte_table((string.digits + string.ascii_letters).encode())
 
 
 def _minus_ends(head: pa.Array) -> np.ndarray:
     """Heads ending with a minus that is a sign (at the start or after a non-alnum)."""
     minus = np.logical_or.reduce([as_mask(pc.ends_with(head, m)) for m in MINUS])
     at_start = np.asarray(pc.utf8_length(head)) == 1
-    before = _alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
+    before = alnum_mask(pc.utf8_slice_codeunits(head, -2, -1))
     return minus & (at_start | ~before)
 
 
 _MINUS_CODES = [np.frombuffer(m.encode(), np.uint8) for m in MINUS]
-_MINUS_LAST = _byte_table(bytes(int(code[-1]) for code in _MINUS_CODES))
+MINUS_LAST = byte_table(bytes(int(code[-1]) for code in _MINUS_CODES))
 _CURRENCY_CODES = [np.frombuffer(c.encode(), np.uint8) for c in CURRENCY]
-_CURRENCY_LAST = _byte_table(bytes(int(code[-1]) for code in _CURRENCY_CODES))
+CURRENCY_LAST = byte_table(bytes(int(code[-1]) for code in _CURRENCY_CODES))
 
 
 def _currency_after_minus(head: Spans, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +92,7 @@ def _currency_after_minus(head: Spans, last: np.ndarray) -> tuple[np.ndarray, np
     necessary condition for a sign before the symbol (`_sign_minus` then decides), cheap enough
     that the default reading pays nothing for SPEC v3's currency sign.
     """
-    rows = np.flatnonzero(_CURRENCY_LAST[last])
+    rows = np.flatnonzero(CURRENCY_LAST[last])
     if not len(rows):
         return rows, rows
     starts, ends, data = head
@@ -104,7 +104,7 @@ def _currency_after_minus(head: Spans, last: np.ndarray) -> tuple[np.ndarray, np
         ok = at - 1 >= starts[some]
         for k, byte in enumerate(code[:-1]):
             ok &= data[np.maximum(at + k, 0)] == byte
-        ok &= _MINUS_LAST[data[np.maximum(at - 1, 0)]]
+        ok &= MINUS_LAST[data[np.maximum(at - 1, 0)]]
         symbol[some[ok]] = at[ok]
     keep = symbol >= 0
     return rows[keep], symbol[keep]

@@ -20,17 +20,17 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
-    _astral_chars,
-    _byte_lengths,
-    _byte_table,
-    _bytes,
-    _holding,
-    _last_byte,
-    _scale_word_at,
-    _spans_holding,
-    _top_byte,
     as_mask,
+    astral_chars,
+    byte_lengths,
+    byte_spans,
+    byte_table,
+    last_byte,
     may_hold,
+    rows_holding,
+    scale_word_at,
+    spans_holding,
+    top_byte,
 )
 from numdiff_component.reading.fractions import SLASH
 from numdiff_component.reading.grammar import (
@@ -56,9 +56,9 @@ from numdiff_component.reading.marks import (
     scale_first,
     scale_regex,
 )
-from numdiff_component.reading.signs import _signed_values
+from numdiff_component.reading.signs import signed_values
 
-_MARK = "\ue000"  # private-use marker put before each token to find the last one
+MARK = "\ue000"  # private-use marker put before each token to find the last one
 
 
 @lru_cache(maxsize=32)
@@ -83,7 +83,7 @@ def _token_regex(decimal_comma: bool, *, leading: bool) -> str:
 
 def _lead_regex(opts: Options) -> str:
     """RE2 pattern for a cheap read of the token at the first digit, on the text from that digit
-    (`_from_first_digit`; anchored, nothing after it).
+    (`from_first_digit`; anchored, nothing after it).
 
     Groups: ``tok``, the digits and grouping separators there, then a fraction and an exponent;
     ``pct`` with ``percent="fraction"``. ``tok`` is the leftmost token when the text before it
@@ -117,22 +117,22 @@ def _looks_after(opts: Options) -> bool:
 # reads another token there (a scale word's letter, a percent, an extra separator and a digit,
 # ``\\,``, A/B's slash). Right after it, what the token itself may go on with is left out (not
 # an exponent's letter: the token did not take it, and a scale word may start with it).
-_BLANK = _byte_table(BLANK.encode())
-_GOES_ON = _byte_table(f"{BLANK}{DIGITS}{''.join(separators(False))}".encode())
+_BLANK = byte_table(BLANK.encode())
+_GOES_ON = byte_table(f"{BLANK}{DIGITS}{''.join(separators(False))}".encode())
 _BLANK_STEPS = 8  # a longer run of blanks after the token: the row is handed on
 # Right after the token, a byte that may make it another one: the first byte of an extra
 # separator but " " (U+00A0's also starts a few other characters: a few more rows handed on),
 # ``\\`` (of ``\\,`` and ``\\%``), A/B's ``/``; after blanks, a digit (the separator " ")
 # or ``\\`` (of ``\\%``).
 _SEPARATOR_STARTS = [sep.encode()[0] for sep in EXTRA_SEPARATORS if sep != " "]
-_NEXT_RIGHT = _byte_table(bytes(_SEPARATOR_STARTS) + f"{LATEX_ESCAPE}{SLASH}".encode())
-_NEXT_AFTER_BLANKS = _byte_table(f"{DIGITS}{LATEX_ESCAPE}".encode())
-_PERCENT_BYTE = _byte_table(PERCENT_SIGN.encode()[:1])
+NEXT_RIGHT = byte_table(bytes(_SEPARATOR_STARTS) + f"{LATEX_ESCAPE}{SLASH}".encode())
+_NEXT_AFTER_BLANKS = byte_table(f"{DIGITS}{LATEX_ESCAPE}".encode())
+PERCENT_BYTE = byte_table(PERCENT_SIGN.encode()[:1])
 
 
 @lru_cache(maxsize=32)
-def _scale_bytes(opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The bytes of `marks`' scale words for `_scale_word_at`: the first byte of a word (any
+def scale_bytes(opts: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes of `marks`' scale words for `scale_word_at`: the first byte of a word (any
     case, letters in theirs), the words of one byte, and the pairs of a word's first two bytes."""
     first, one, pairs = np.zeros(256, bool), np.zeros(256, bool), np.zeros((256, 256), bool)
     forms = [*SCALE_LETTERS, *(w[:2] for w in [*SCALE_WORDS, *dict(opts.scale_words)])]
@@ -175,7 +175,7 @@ def _not_digits(top: int) -> str:
     return "".join(chr(c) for c in range(top) if not ("0" <= chr(c) <= "9" or 0xD800 <= c < 0xE000))
 
 
-def _from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
+def from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """Each text from its first ASCII digit (null or empty where it has none), and how many
     bytes were cut before it.
 
@@ -184,13 +184,13 @@ def _from_first_digit(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     the Basic Multilingual Plane but the digits and of the characters beyond it that the text
     holds (a little slower).
     """
-    top = _top_byte(text)
+    top = top_byte(text)
     if top < 0x80:
         rest = pc.ascii_ltrim(text, _not_digits(0x80))
     else:
-        beyond = _astral_chars(text) if top >= 0xF0 else ""
+        beyond = astral_chars(text) if top >= 0xF0 else ""
         rest = pc.utf8_ltrim(text, _not_digits(0x10000) + beyond)
-    return rest, _byte_lengths(text) - _byte_lengths(rest)
+    return rest, byte_lengths(text) - byte_lengths(rest)
 
 
 def _scan_regex(decimal_comma: bool) -> str:
@@ -206,20 +206,20 @@ def _cast(text: pa.Array) -> np.ndarray:
     return values.to_numpy(zero_copy_only=False, writable=True)
 
 
-def _to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.ndarray:
+def to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.ndarray:
     """Values of tokens; ``grouped`` marks those holding a grouping separator."""
     group, point = separators(decimal_comma)
     if point != ".":
         text = pc.replace_substring(pc.replace_substring(tokens, group, ""), point, ".")
         return _cast(text)
     # Most tokens have no separator: cast as they are (the others hidden as nulls, no copy).
-    values = _cast(_nulls_where(tokens, grouped))
+    values = _cast(nulls_where(tokens, grouped))
     if grouped.any():
         values[grouped] = _cast(pc.replace_substring(tokens.filter(grouped), group, ""))
     return values
 
 
-def _nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
+def nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
     """``strings`` with nulls where ``hide`` is true, sharing their offsets and text buffers."""
     keep = np.asarray(strings.is_valid(), dtype=bool) & ~hide
     bits = np.packbits(np.concatenate([np.zeros(strings.offset, bool), keep]), bitorder="little")
@@ -237,11 +237,11 @@ def _after_token(
     that follow the token, 0 where no blank follows or only blanks do; ``unknown``: the rows
     with more than `_BLANK_STEPS` blanks there, not looked at (the caller hands them on, so
     that a long run costs one pass, not one per blank). ``cut``: the bytes before the token
-    (`_from_first_digit`). Last, where in Arrow's text buffer ``later``'s byte is (else the
+    (`from_first_digit`). Last, where in Arrow's text buffer ``later``'s byte is (else the
     byte right after the token).
     """
-    starts, ends, data = _bytes(text)
-    at = np.where(matched, starts + cut + _byte_lengths(tok), ends)
+    starts, ends, data = byte_spans(text)
+    at = np.where(matched, starts + cut + byte_lengths(tok), ends)
     last = len(data) - 1
     following = np.where(at < ends, data[np.minimum(at, last)], 0)
     right = np.where(_GOES_ON[following], 0, following)
@@ -258,13 +258,13 @@ def _after_token(
     return right, later, rows, where
 
 
-def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
+def parse_full(text: pa.Array, opts: Options) -> np.ndarray:
     """Values of a string array with no nulls, by the full grammar; NaN where no number."""
     if opts.pick == "last":
-        marked = pc.replace_substring_regex(text, _scan_regex(opts.decimal_comma), _MARK + r"\0")
-        split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
+        marked = pc.replace_substring_regex(text, _scan_regex(opts.decimal_comma), MARK + r"\0")
+        split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){MARK}(?P<tail>.*)$")
         found = np.asarray(split.is_valid(), dtype=bool)
-        head = pc.replace_substring(split.field("head").filter(found), _MARK, "")
+        head = pc.replace_substring(split.field("head").filter(found), MARK, "")
         tail = split.field("tail").filter(found)
         parts = pc.extract_regex(tail, _token_regex(opts.decimal_comma, leading=True))
         tok, pct = parts.field("tok"), parts.field("pct")
@@ -275,14 +275,14 @@ def _parse_full(text: pa.Array, opts: Options) -> np.ndarray:
         head, tok, pct = parts.field("pre"), parts.field("tok"), parts.field("pct")
     out = np.full(len(text), np.nan)
     grouped = as_mask(pc.match_substring(tok, separators(opts.decimal_comma)[0]))
-    values = _to_float(tok, opts.decimal_comma, grouped)
+    values = to_float(tok, opts.decimal_comma, grouped)
     if opts.percent == "fraction":
-        _per_cent(values, pct)
-    out[found] = _signed_values(_bytes(head), values)
+        per_cent(values, pct)
+    out[found] = signed_values(byte_spans(head), values)
     return out
 
 
-def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
+def cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     """The column through Arrow's float parser, when every string is one it accepts.
 
     Exact: every string that Arrow parses to a finite float is ``[+-]`` and one whole token
@@ -307,7 +307,7 @@ def _cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     return values.to_numpy(zero_copy_only=False, writable=True)
 
 
-def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+def parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
 
     Exact because the leftmost token starts at the first digit unless a point stands right
@@ -321,15 +321,15 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     backslash before the first digit may start a ``\\frac``.
     """
     group, point = separators(opts.decimal_comma)
-    rest, cut = _from_first_digit(text)
+    rest, cut = from_first_digit(text)
     parts = pc.extract_regex(rest, _lead_regex(opts))
     matched = np.asarray(parts.is_valid(), dtype=bool)
     tok = pc.struct_field(parts, "tok")  # null where no match
-    starts, _, data = _bytes(text)
+    starts, _, data = byte_spans(text)
     head = (starts, starts + cut, data)  # the text before the token
-    before = _last_byte(head)
+    before = last_byte(head)
     found = matched & (before != ord(point))
-    grouped = _holding(tok, ord(group))
+    grouped = rows_holding(tok, ord(group))
     if grouped.any():
         pattern = _clean_group_regex(opts.decimal_comma)
         clean = as_mask(pc.match_substring_regex(tok.filter(grouped), pattern))
@@ -339,57 +339,59 @@ def _parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     if _looks_after(opts):
         right, later, unknown, where = _after_token(text, cut, tok, matched)
         found[unknown] = False
-        found &= ~(_NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
+        found &= ~(NEXT_RIGHT[right] | _NEXT_AFTER_BLANKS[later])
         if opts.fractions and may_hold(text, b"\\"):  # a \frac before the first digit
-            found &= ~_spans_holding(head, ord("\\"))
-        scale_bytes = _scale_bytes(opts)
-        scaled = scale_bytes[0][right] | scale_bytes[0][later]
-        percent = _PERCENT_BYTE[right] | _PERCENT_BYTE[later]
+            found &= ~spans_holding(head, ord("\\"))
+        scale_table = scale_bytes(opts)
+        scaled = scale_table[0][right] | scale_table[0][later]
+        percent = PERCENT_BYTE[right] | PERCENT_BYTE[later]
     else:
-        scaled = _lengths(_field(parts, "sc")) > 0 if opts.scale == "words" else None
-        percent = _lengths(_field(parts, "pct")) > 0 if opts.percent == "fraction" else None
+        scaled = char_lengths(match_group(parts, "sc")) > 0 if opts.scale == "words" else None
+        percent = (
+            char_lengths(match_group(parts, "pct")) > 0 if opts.percent == "fraction" else None
+        )
     if scaled is not None and opts.scale == "words":  # words looked for where their letter is
         maybe = found & scaled
         if maybe.any() and _looks_after(opts):
-            found[maybe] = ~_scale_word_at(text, where[maybe], *scale_bytes[1:])
+            found[maybe] = ~scale_word_at(text, where[maybe], *scale_table[1:])
         elif maybe.any():
             word = rf"[0-9.,]{BLANKS}(?:{scale_regex(opts)})"
             found[maybe] = ~as_mask(pc.match_substring_regex(text.filter(maybe), word))
     # Every row is read at once (no filtering); the rows not found are left to the caller.
-    values = _to_float(tok, opts.decimal_comma, grouped)
+    values = to_float(tok, opts.decimal_comma, grouped)
     values[~found] = np.nan
     if percent is not None and opts.percent == "fraction":
         values[percent] /= 100
-    return _signed_values(head, values, before), matched & ~found
+    return signed_values(head, values, before), matched & ~found
 
 
-def _replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
+def replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
     return pc.replace_with_mask(strings, pa.array(rows), new)
 
 
-def _decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
+def decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
     seps = group_separators(opts)
     if len(seps) == 1:
-        return _to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, seps[0])))
+        return to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, seps[0])))
     pattern = "|".join(literal(sep) for sep in sorted(seps, key=len, reverse=True))
     grouped = as_mask(pc.match_substring_regex(tok, pattern))
     if grouped.any():
-        tok = _replace_rows(
+        tok = replace_rows(
             tok, grouped, pc.replace_substring_regex(tok.filter(grouped), pattern, "")
         )
-    return _to_float(tok, opts.decimal_comma, np.zeros(len(tok), bool))
+    return to_float(tok, opts.decimal_comma, np.zeros(len(tok), bool))
 
 
-def _field(parts: pa.StructArray, name: str) -> pa.Array | None:
+def match_group(parts: pa.StructArray, name: str) -> pa.Array | None:
     """A group of a match (null where the row did not match), if the pattern has it."""
     return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
 
 
-def _per_cent(values: np.ndarray, pct: pa.Array | None) -> None:
+def per_cent(values: np.ndarray, pct: pa.Array | None) -> None:
     """Divide the values by 100 where a percent sign was read (group ``pct``), in place."""
     if pct is not None:
-        values[_lengths(pct) > 0] /= 100
+        values[char_lengths(pct) > 0] /= 100
 
 
-def _lengths(strings: pa.Array) -> np.ndarray:
+def char_lengths(strings: pa.Array) -> np.ndarray:
     return np.asarray(pc.utf8_length(strings).fill_null(0))

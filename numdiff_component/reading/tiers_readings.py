@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import _bytes, _first_bytes, as_mask, may_hold
+from numdiff_component.reading.buffers import as_mask, byte_spans, first_bytes, may_hold
 from numdiff_component.reading.fractions import FRAC, FRAC_COMMANDS, SLASH, frac_regex
 from numdiff_component.reading.grammar import (
     BLANK,
@@ -40,16 +40,16 @@ from numdiff_component.reading.marks import (
     scale_table,
 )
 from numdiff_component.reading.plain import parse_text
-from numdiff_component.reading.signs import _alnum_mask, _signed_values
+from numdiff_component.reading.signs import alnum_mask, signed_values
 from numdiff_component.reading.tiers import (
-    _MARK,
-    _decimal_values,
-    _field,
-    _lengths,
-    _nulls_where,
-    _parse_lead,
-    _per_cent,
-    _replace_rows,
+    MARK,
+    char_lengths,
+    decimal_values,
+    match_group,
+    nulls_where,
+    parse_lead,
+    per_cent,
+    replace_rows,
 )
 
 # --- the vectorised path of SPEC §1.1 -------------------------------------------------------
@@ -59,11 +59,11 @@ from numdiff_component.reading.tiers import (
 # character after the match (`_read`); the scale word's "not followed by a letter or digit" too;
 # the markers' "not preceded / followed by an ASCII letter" by a consumed character or a span
 # that must start with a non-letter. The A/B rules that look around (dates) and a grouped token
-# right before a \frac are not expressed: rows holding them go to the plain path (`_hard_regex`),
+# right before a \frac are not expressed: rows holding them go to the plain path (`hard_pattern`),
 # as do boxes nested more than three deep. Only those rows are read one by one.
 
 
-def _classic(opts: Options) -> bool:
+def classic_options(opts: Options) -> bool:
     return (
         opts.pick != "answer"
         and opts.scale == "none"
@@ -85,7 +85,7 @@ def _re2_token(opts: Options, *, scan: bool = False) -> str:
     return token
 
 
-def _re2_scan(opts: Options) -> str:
+def re2_scan(opts: Options) -> str:
     """Each token left to right without overlap (a grouped one takes the non-digit after it)."""
     return _re2_token(opts, scan=True)
 
@@ -110,12 +110,12 @@ def _hard_parts(opts: Options) -> list[tuple[str, bytes]]:
     ]
 
 
-def _hard_regex(opts: Options) -> str | None:
+def hard_pattern(opts: Options) -> str | None:
     """`_hard_parts` as one pattern (``None`` for none)."""
     return "|".join(pattern for pattern, _ in _hard_parts(opts)) or None
 
 
-def _reversed_last_regex(opts: Options) -> str:
+def reversed_last_regex(opts: Options) -> str:
     """The reversed text from its end to the character before the run that holds the last token.
 
     Every character a token can hold is in ``chars``; the run of them around the last digit
@@ -151,7 +151,7 @@ def _reverse(strings: pa.Array) -> pa.Array:
     out = pc.binary_reverse(_binary(strings)).view(strings.type)
     if not ascii_rows.all():
         other = ~ascii_rows & as_mask(strings.is_valid())
-        out = _replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
+        out = replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
     return out
 
 
@@ -163,10 +163,10 @@ def _tail(strings: pa.Array) -> pa.Array:
     data = _binary(strings)
     tail = pc.binary_slice(data, -_TAIL)
     for more in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
-        inside = _CONTINUATION[_first_bytes(tail)]
+        inside = _CONTINUATION[first_bytes(tail)]
         if not inside.any():
             break
-        tail = _replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL - more))
+        tail = replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL - more))
     return tail.view(strings.type)
 
 
@@ -180,7 +180,7 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
     A longer row is searched again whole when that found nothing, or when ``ctx`` matched at the
     cut (empty and ``ans`` or ``r`` not): there the cut, not the text, ended the match.
     """
-    starts, ends, _ = _bytes(text)
+    starts, ends, _ = byte_spans(text)
     long = (ends - starts > _TAIL) & as_mask(text.is_valid())
     tail = _tail(text) if long.any() else text
     parts = pc.extract_regex(_reverse(tail), pattern)
@@ -193,7 +193,7 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
         if again.any():
             more = pc.extract_regex(_reverse(text.filter(again)), pattern)
             fields = [
-                _replace_rows(f, again, pc.struct_field(more, name))
+                replace_rows(f, again, pc.struct_field(more, name))
                 for f, name in zip(fields, names, strict=True)
             ]
     return fields
@@ -213,47 +213,47 @@ def _read(text: pa.Array, opts: Options, head: pa.Array | None = None) -> np.nda
     # A grouped token right before a digit (RE2 took one group too many): drop that group.
     short = as_mask(pc.match_substring_regex(nx, "^[0-9]")) & ~as_mask(pc.ends_with(tok, "}"))
     for name in ("scale", "pct"):  # nx is then after the word or the %, not after the token
-        after = _field(parts, name)
+        after = match_group(parts, name)
         if after is not None:
-            short &= _lengths(after) == 0
+            short &= char_lengths(after) == 0
     if short.any():
         seps = "|".join(literal(sep) for sep in group_separators(opts))
         cut = pc.replace_substring_regex(tok.filter(short), f"(?:{seps})[0-9]{{3}}$", "")
-        tok = _replace_rows(tok, short, cut)
+        tok = replace_rows(tok, short, cut)
     values = np.full(len(tok), np.nan)
     with np.errstate(over="ignore", invalid="ignore"):  # inf is caught by `parse_column`
         _numbers_of(parts, tok, values, opts)
     signs = head if head is not None else pc.struct_field(parts, "pre").fill_null("")
-    _per_cent(values, _field(parts, "pct"))
-    return _signed_values(_bytes(signs), values)
+    per_cent(values, match_group(parts, "pct"))
+    return signed_values(byte_spans(signs), values)
 
 
 def _numbers_of(parts: pa.StructArray, tok: pa.Array, values: np.ndarray, opts: Options) -> None:
     """Fill ``values``: each token's number times its scale word (SPEC §1.1), no sign."""
     fraction = np.zeros(len(tok), bool)
     for a, b in (("fn", "fm"), ("sa", "sb")):
-        numerator = _field(parts, a)
+        numerator = match_group(parts, a)
         if numerator is None:
             continue
-        rows = _lengths(numerator) > 0
+        rows = char_lengths(numerator) > 0
         if rows.any():
-            top = _decimal_values(numerator.filter(rows), opts)
-            bottom = _decimal_values(pc.struct_field(parts, b).filter(rows), opts)
+            top = decimal_values(numerator.filter(rows), opts)
+            bottom = decimal_values(pc.struct_field(parts, b).filter(rows), opts)
             finite = np.isfinite(top) & np.isfinite(bottom)  # `fractions.quotient`
             values[rows] = np.where(finite, top / np.where(finite, bottom, 1), np.nan)
             fraction |= rows
-    values[~fraction] = _decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
+    values[~fraction] = decimal_values(tok.filter(~fraction) if fraction.any() else tok, opts)
     _apply_scale(values, parts, opts)
 
 
 def _apply_scale(values: np.ndarray, parts: pa.StructArray, opts: Options) -> None:
     """Multiply by the scale word (group ``scale``) where it ends before a non-alnum."""
-    scale, pct = _field(parts, "scale"), _field(parts, "pct")
+    scale, pct = match_group(parts, "scale"), match_group(parts, "pct")
     if scale is None:
         return
-    has = _lengths(scale) > 0
-    with_pct = has & (_lengths(pct) > 0 if pct is not None else False)
-    valid = has & (with_pct | ~_alnum_mask(pc.struct_field(parts, "nx")))
+    has = char_lengths(scale) > 0
+    with_pct = has & (char_lengths(pct) > 0 if pct is not None else False)
+    valid = has & (with_pct | ~alnum_mask(pc.struct_field(parts, "nx")))
     if valid.any():
         word = pc.utf8_ltrim(scale.filter(valid), BLANK)  # then keyed as `marks.scale_key` does
         letters = pa.array(list(SCALE_LETTERS), pa.string())
@@ -264,32 +264,32 @@ def _apply_scale(values: np.ndarray, parts: pa.StructArray, opts: Options) -> No
 
 
 def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of the last token of each string (no nulls, no `_MARK`); NaN where none."""
-    marked = pc.replace_substring_regex(text, _re2_scan(opts), _MARK + r"\0")
-    split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){_MARK}(?P<tail>.*)$")
+    """Values of the last token of each string (no nulls, no `MARK`); NaN where none."""
+    marked = pc.replace_substring_regex(text, re2_scan(opts), MARK + r"\0")
+    split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){MARK}(?P<tail>.*)$")
     found = as_mask(split.is_valid())
     split = split.filter(found)
-    head = pc.replace_substring(split.field("head"), _MARK, "")
+    head = pc.replace_substring(split.field("head"), MARK, "")
     out = np.full(len(text), np.nan)
-    out[found] = _read(pc.replace_substring(split.field("tail"), _MARK, ""), opts, head)
+    out[found] = _read(pc.replace_substring(split.field("tail"), MARK, ""), opts, head)
     return out
 
 
 def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
-    """Values of the last token of each string (no `_MARK`); NaN where none.
+    """Values of the last token of each string (no `MARK`); NaN where none.
 
-    Tiers: a text with one digit run (`_parse_lead`); else the run of token characters around
+    Tiers: a text with one digit run (`parse_lead`); else the run of token characters around
     the last digit, found from the end (`_reversed_search`), read the same way when it holds one
     digit run, else by the scan (`_read_last`).
     """
     last = Options.of(opts, pick="last")
-    out, rest = _parse_lead(strings, last)
+    out, rest = parse_lead(strings, last)
     if rest.any():
         index = np.flatnonzero(rest)
-        (around,) = _reversed_search(strings.filter(rest), _reversed_last_regex(opts), ("r",))
+        (around,) = _reversed_search(strings.filter(rest), reversed_last_regex(opts), ("r",))
         found = as_mask(around.is_valid())
         around, index = _reverse(around.filter(found)), index[found]
-        values, again = _parse_lead(around, last)
+        values, again = parse_lead(around, last)
         out[index] = values
         if again.any():
             out[index[again]] = _read_last(around.filter(again), opts)
@@ -300,10 +300,10 @@ def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
     """Values of the first token of each string (no nulls); NaN where none.
 
     The token at the first digit, when nothing around it can make §1.1's token there another
-    one: `_parse_lead` reads it (one cheap pass); only the others go to `_read`, several times
+    one: `parse_lead` reads it (one cheap pass); only the others go to `_read`, several times
     slower per row.
     """
-    out, rest = _parse_lead(strings, Options.of(opts, pick="first"))
+    out, rest = parse_lead(strings, Options.of(opts, pick="first"))
     if rest.any():
         out[rest] = _read(strings.filter(rest), opts)
     return out
@@ -321,14 +321,14 @@ def _answer_spans(text: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, 
     if box.any():
         inside = pc.extract_regex(span.filter(box), BOX_REGEX)
         deep[box] = ~as_mask(inside.is_valid())
-        span = _replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
+        span = replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
     return marked, span, deep
 
 
-def _special_parts(opts: Options) -> list[tuple[str, bytes]]:
-    """Rows that need a look before the RE2 patterns: `_MARK`, LaTeX commas, `_hard_parts`;
+def special_parts(opts: Options) -> list[tuple[str, bytes]]:
+    """Rows that need a look before the RE2 patterns: `MARK`, LaTeX commas, `_hard_parts`;
     each with a byte that its every match holds (a literal's least common one)."""
-    special = [_MARK, *(LATEX_COMMAS if opts.thousands == "any" else ())]
+    special = [MARK, *(LATEX_COMMAS if opts.thousands == "any" else ())]
     parts = [(literal(text), _rare_byte(text)) for text in special]
     return parts + _hard_parts(opts)
 
@@ -340,19 +340,19 @@ def _rare_byte(text: str) -> bytes:
     return next((bytes([b]) for b in data if not (chr(b).isalnum() or b in common)), data[:1])
 
 
-def _special_regex(opts: Options) -> str:
-    return "|".join(pattern for pattern, _ in _special_parts(opts))
+def special_regex(opts: Options) -> str:
+    return "|".join(pattern for pattern, _ in special_parts(opts))
 
 
-def _special_bytes(opts: Options) -> bytes:
-    """A byte that each match of `_special_regex` holds."""
-    return b"".join(byte for _, byte in _special_parts(opts))
+def special_bytes(opts: Options) -> bytes:
+    """A byte that each match of `special_regex` holds."""
+    return b"".join(byte for _, byte in special_parts(opts))
 
 
-def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
+def parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
     """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none.
 
-    ``special``: the rows that match `_special_regex`, when the caller has found them (a
+    ``special``: the rows that match `special_regex`, when the caller has found them (a
     superset will do: the others only take one more test).
     """
     original = text
@@ -361,22 +361,22 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
     hard = np.zeros(len(text), bool)
     if special is None:
         special = np.zeros(len(text), bool)
-        if may_hold(text, _special_bytes(opts)):
-            special = as_mask(pc.match_substring_regex(text, _special_regex(opts)))
+        if may_hold(text, special_bytes(opts)):
+            special = as_mask(pc.match_substring_regex(text, special_regex(opts)))
     if special.any():  # one cheap pass; the rest only on the few rows that need it
         some = text.filter(special)
         if opts.thousands == "any":
             for latex in LATEX_COMMAS:
                 some = pc.replace_substring(some, latex, ",")
-            text = _replace_rows(text, special, some)
-        mark = _MARK if opts.pick != "first" else None  # the scan's own marker
-        hard_regex = "|".join(filter(None, [_hard_regex(opts), mark]))
+            text = replace_rows(text, special, some)
+        mark = MARK if opts.pick != "first" else None  # the scan's own marker
+        hard_regex = "|".join(filter(None, [hard_pattern(opts), mark]))
         if hard_regex:
             hard[special] = as_mask(pc.match_substring_regex(some, hard_regex))
     rows &= ~hard
     if rows.sum() * 2 > len(text):  # most rows: the others hidden as nulls (no copy)
         index = np.arange(len(text))
-        strings = text if not hard.any() else _nulls_where(text, ~rows)
+        strings = text if not hard.any() else nulls_where(text, ~rows)
     else:
         index = np.flatnonzero(rows)
         strings = text.filter(rows)
@@ -392,7 +392,7 @@ def _parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = N
                 hard[found[deep]] = True  # the plain path reads those
                 out[found[~deep]] = _first_values(span.filter(~deep) if deep.any() else span, opts)
         # Marked rows are hidden (nulls sharing the buffers), not filtered out (a copy).
-        values = _last_values(_nulls_where(strings, marked) if marked.any() else strings, opts)
+        values = _last_values(nulls_where(strings, marked) if marked.any() else strings, opts)
         out[index[~marked]] = values[~marked]
     for i in np.flatnonzero(hard):
         value = parse_text(original[i].as_py(), opts)

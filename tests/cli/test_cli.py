@@ -248,7 +248,7 @@ def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
         "--results-dir",
         str(results.parent),
         env={"MLFLOW_TRACKING_URI": url},
-    )  # returns within the bound: the retries are bounded (cli._HTTP_DEFAULTS)
+    )  # returns within the bound: the retries are bounded (cli.HTTP_DEFAULTS)
     one_line_error(
         done,
         3,

@@ -229,9 +229,9 @@ def test_lone_surrogates_read_as_the_one_value_reader_reads_them(options: dict[s
 
 
 def _tokens(text: str, opts: Options) -> list[object]:
-    from numdiff_component.reading.plain import _latex_commas, tokens
+    from numdiff_component.reading.plain import latex_commas, tokens
 
-    return list(tokens(_latex_commas(text, opts), opts))
+    return list(tokens(latex_commas(text, opts), opts))
 
 
 # --- case 5: negative="parens" is linear --------------------------------------------------------

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import numdiff_component
 from numdiff_component import OptionError, Options, parse_column, parse_number
 from numdiff_component.reading import fractions, grammar, marks, signs, tiers, tiers_readings
-from numdiff_component.reading.buffers import _scale_word_at
+from numdiff_component.reading.buffers import scale_word_at
 from tests.fixtures.commands import invoke, one_line_error
 from tests.fixtures.run import EXAMPLES
 
@@ -237,7 +237,7 @@ def test_the_scale_forms_hold_every_word_of_the_table() -> None:
     options = Options(scale="words", scale_words={"lakh": 1e5})
     words = [*marks.SCALE_LETTERS, *marks.SCALE_WORDS, "lakh"]
     table = marks.scale_table(options.scale_words)
-    firsts, one, pairs = tiers._scale_bytes(options)
+    firsts, one, pairs = tiers.scale_bytes(options)
     for word in words:
         spellings = [word] if word in marks.SCALE_LETTERS else [word, word.upper(), word.title()]
         for spelling in spellings:
@@ -247,31 +247,29 @@ def test_the_scale_forms_hold_every_word_of_the_table() -> None:
             assert table[marks.scale_key(spelling)] == table[marks.scale_key(word)]
             text = pa.array([f"5 {spelling}"], pa.string())
             assert firsts[spelling.encode()[0]]
-            assert _scale_word_at(text, np.array([2]), one, pairs).tolist() == [True]
+            assert scale_word_at(text, np.array([2]), one, pairs).tolist() == [True]
 
 
 def test_the_byte_tables_are_their_tables_bytes() -> None:
     for separator in grammar.EXTRA_SEPARATORS:
         if separator not in grammar.BLANK:
-            assert tiers._NEXT_RIGHT[separator.encode()[0]], separator
-    assert tiers._NEXT_RIGHT[marks.LATEX_ESCAPE.encode()[0]]
-    assert tiers._NEXT_RIGHT[fractions.SLASH.encode()[0]]
-    assert tiers._PERCENT_BYTE[marks.PERCENT_SIGN.encode()[0]]
-    assert sorted(np.flatnonzero(signs._MINUS_LAST)) == sorted(
-        m.encode()[-1] for m in grammar.MINUS
-    )
-    assert sorted(np.flatnonzero(signs._CURRENCY_LAST)) == sorted(
+            assert tiers.NEXT_RIGHT[separator.encode()[0]], separator
+    assert tiers.NEXT_RIGHT[marks.LATEX_ESCAPE.encode()[0]]
+    assert tiers.NEXT_RIGHT[fractions.SLASH.encode()[0]]
+    assert tiers.PERCENT_BYTE[marks.PERCENT_SIGN.encode()[0]]
+    assert sorted(np.flatnonzero(signs.MINUS_LAST)) == sorted(m.encode()[-1] for m in grammar.MINUS)
+    assert sorted(np.flatnonzero(signs.CURRENCY_LAST)) == sorted(
         {c.encode()[-1] for c in grammar.CURRENCY}
     )
     # The run around the last token holds every character a token and its sign can hold.
-    last = tiers_readings._reversed_last_regex(Options(thousands="any", fractions=True))
+    last = tiers_readings.reversed_last_regex(Options(thousands="any", fractions=True))
     for char in "".join({*grammar.EXTRA_SEPARATORS, *grammar.CURRENCY, *grammar.SIGNS}):
         found = re.match(last, f"1{char}\n")
         assert found and found.group("ctx") == "\n", char
 
 
 _SPECIAL = [Options(thousands="any", fractions=True), Options(fractions=True), Options()]
-_SPECIAL_PARTS = [part for o in _SPECIAL for part in tiers_readings._special_parts(o)]
+_SPECIAL_PARTS = [part for o in _SPECIAL for part in tiers_readings.special_parts(o)]
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -280,9 +278,9 @@ def test_each_special_match_holds_its_byte(data, part: tuple[str, bytes]) -> Non
     pattern, byte = part
     assert byte in data.draw(st.from_regex(pattern)).encode()
     assert all(
-        byte in tiers_readings._special_bytes(o)
+        byte in tiers_readings.special_bytes(o)
         for o in _SPECIAL
-        if part in tiers_readings._special_parts(o)
+        if part in tiers_readings.special_parts(o)
     )
 
 
