@@ -89,6 +89,18 @@ def cli() -> None:
     default="",
     help="Column identifying each row (kept in the results, used by compare).",
 )
+@click.option(
+    "--by",
+    multiple=True,
+    metavar="COL",
+    help="Also aggregate per value of COL (repeatable, or commas): metrics per group.",
+)
+@click.option(
+    "--threshold-col",
+    default="",
+    metavar="COL",
+    help="Column holding each row's threshold (a number in [0, 1]; empty: --threshold).",
+)
 @scoring_options
 @click.option(
     "--format",
@@ -143,6 +155,8 @@ def score(
     output_col: str,
     expected_col: str,
     id_col: str,
+    by: tuple[str, ...],
+    threshold_col: str,
     options: Options,
     fmt: str | None,
     experiment_name: str | None,
@@ -171,6 +185,7 @@ def score(
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     from numdiff_component.job.run import run_job
+    from numdiff_component.slices.groups import by_columns
     from numdiff_component.task.config import JobConfig, Scoring
     from numdiff_component.tracking.settings import check_store_location
 
@@ -182,6 +197,8 @@ def score(
             output_col=output_col,
             expected_col=expected_col,
             id_col=id_col or None,
+            by=by_columns(by),
+            threshold_col=threshold_col or None,
         ),
         format=fmt,
         results_dir=results_dir,

@@ -76,6 +76,11 @@ def print_outcome(outcome: JobOutcome) -> None:
     evaluation = outcome.evaluation
     threshold = evaluation.scoring.options.threshold
     click.echo("\n".join(summary_lines(evaluation.aggregates, threshold)))
+    if evaluation.groups is not None:
+        from numdiff_component.slices.groups import summary_lines as group_lines
+
+        for line in group_lines(evaluation.groups):
+            click.echo(f"  {visible(line)}")
     for note in outcome.evaluation.notes:
         click.echo(f"  note: {note}")
     if evaluation.vs_baseline is not None:

@@ -26,6 +26,8 @@ from numdiff_component.errors import InputError, check_stopped
 from numdiff_component.inputs.json_tables import mixed_columns
 from numdiff_component.inputs.tables import StreamBroken, Table, open_table
 from numdiff_component.scoring import RESULT_COLUMNS, check_columns, score_frame
+from numdiff_component.slices.groups import check_slices
+from numdiff_component.slices.thresholds import apply_row_thresholds
 from numdiff_component.task.config import JobConfig
 from numdiff_component.task.results import file_metadata
 
@@ -60,6 +62,7 @@ class PandasEngine:
         started: the frames must not be modified (the write may still be reading them)."""
         scoring = config.scoring
         tmp = _ResultsFile(path.with_name(f".{path.name}.partial"))
+        done = 0
         try:
             for batch in table.batches(batch_rows):
                 if tmp.schema is None:
@@ -70,9 +73,19 @@ class PandasEngine:
                         scoring.id_col,
                         scoring.options,
                     )
+                    check_slices(batch.columns, scoring.by, scoring.threshold_col)
                 results = score_frame(
                     batch, scoring.output_col, scoring.expected_col, scoring.options
                 )
+                if scoring.threshold_col:
+                    results = apply_row_thresholds(
+                        results,
+                        scoring.threshold_col,
+                        scoring.options.threshold,
+                        done + 1,
+                        scoring.id_col,
+                    )
+                done += len(batch)
                 arrow = to_arrow(results)
                 if tmp.schema is None:
                     metadata = {**(arrow.schema.metadata or {}), **file_metadata(scoring)}

@@ -32,10 +32,15 @@ from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
 from numdiff_component.job.baseline import against_baseline
 from numdiff_component.report.builder import ReportBuilder
+from numdiff_component.report.group_plots import draw_group_pass_rates
 from numdiff_component.scoring import result_schema
+from numdiff_component.slices.groups import GroupTotals
+from numdiff_component.slices.thresholds import ROW_THRESHOLD
 from numdiff_component.task.config import Engine, JobConfig, Source
 from numdiff_component.task.gate import Gate
 from numdiff_component.task.results import (
+    GROUPS_PARQUET,
+    GROUPS_PNG,
     PREFIX,
     RESULTS_PARQUET,
     VS_BASELINE_PNG,
@@ -106,6 +111,7 @@ class _Collected:
     kept: list[pd.DataFrame] | None  # every result row while there are few enough to log whole
     report: ReportBuilder | None
     hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
+    groups: GroupTotals | None = None  # with ``--by`` (SPEC §3.1)
 
     def notes(self) -> tuple[str, ...]:
         """One-line hints for the user, shown with the results: the preset, then the single
@@ -149,6 +155,7 @@ def _collect(
     totals, first = Totals(), None
     scoring = config.scoring
     errors = AbsErrors(scoring.id_col)
+    groups = GroupTotals(scoring.by) if scoring.by else None
     hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
     kept: list[pd.DataFrame] | None = []
     report = None
@@ -166,6 +173,8 @@ def _collect(
         hint.add(results)
         totals += Totals.of(results)
         errors.add(results)
+        if groups is not None:
+            groups.add(results)
         few = totals.n <= LOG_TABLE_MAX_ROWS and len(results.columns) <= LOG_TABLE_MAX_COLUMNS
         kept = kept if kept is not None and few else None
         if kept is not None:
@@ -176,7 +185,7 @@ def _collect(
         raise InputError(f"no rows to score in {source!r}")
     if importing is not None:
         importing.join()
-    return _Collected(totals, errors, first, kept, report, hint)
+    return _Collected(totals, errors, first, kept, report, hint, groups)
 
 
 def _import_mlflow_aside() -> threading.Thread:
@@ -226,7 +235,25 @@ def _write_report(
 
 
 def _result_columns(config: JobConfig) -> list[str]:
-    return result_schema(config.scoring.options).names
+    names = result_schema(config.scoring.options).names
+    return names + ([ROW_THRESHOLD] if config.scoring.threshold_col else [])
+
+
+def _write_groups(
+    groups: GroupTotals, folder: Path, title: str, plots: bool
+) -> tuple[pd.DataFrame, list[Path]]:
+    """Every group's aggregates into ``groups.parquet`` (and their plot), in the results folder."""
+    table = groups.table()
+    path = folder / GROUPS_PARQUET
+    try:
+        table.to_parquet(path, index=False)
+        written = [path]
+        if plots:
+            (folder / GROUPS_PNG).write_bytes(draw_group_pass_rates(table, title))
+            written.append(folder / GROUPS_PNG)
+    except OSError as exc:
+        raise InputError(f"cannot write the groups to {str(folder)!r}: {exc}") from exc
+    return table, written
 
 
 def _title(config: JobConfig, source: str | None = None) -> str:
@@ -308,6 +335,12 @@ def _run(
         plot = path.parent / VS_BASELINE_PNG
         plot.write_bytes(vs_baseline.histograms(_title(config, source)))
         reports.append(plot)
+    groups = None
+    if collected.groups is not None:
+        groups, written = _write_groups(
+            collected.groups, path.parent, _title(config, source), config.plots
+        )
+        reports.extend(written)
     rate = aggregates["pass_rate"]
     evaluation = Evaluation(
         scoring=config.scoring,
@@ -321,6 +354,7 @@ def _run(
         notes=notes,
         reports=tuple(reports),
         vs_baseline=vs_baseline,
+        groups=groups,
     )
     if not config.track:
         return JobOutcome(evaluation, None)

@@ -46,6 +46,8 @@ class Scoring:
     output_col: str = "output"
     expected_col: str = "expected"
     id_col: str | None = None
+    by: tuple[str, ...] = ()  # SPEC §3.1: the columns whose values cut the rows into groups
+    threshold_col: str | None = None  # SPEC §3.2: the column of each row's threshold
 
     def params(self) -> dict[str, str]:
         """As run params (and a results file's metadata), keyed by the MLproject's parameter
@@ -59,6 +61,8 @@ class Scoring:
             "output_col": self.output_col,
             "expected_col": self.expected_col,
             "id_col": self.id_col,
+            "by": ",".join(self.by),
+            "threshold_col": self.threshold_col,
         }
         return {name: param_value(value) for name, value in values.items()}
 

@@ -45,8 +45,23 @@ SUMMARY_MD = "summary.md"
 REPORT_HTML = "report.html"
 VS_BASELINE_PNG = "vs_baseline_histograms.png"
 """With ``--baseline``: its score histogram and the new run's, side by side on one y scale."""
+GROUPS_PARQUET = "groups.parquet"
+"""With ``--by``: every group's aggregates (SPEC §3.1)."""
+GROUPS_JSON = "groups.json"
+"""With ``--by``: the groups as the table MLflow's UI shows."""
+GROUPS_PNG = "group_pass_rates.png"
+"""With ``--by``: pass rate per group with its interval."""
 PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
-OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML, VS_BASELINE_PNG)
+OUTPUTS = (
+    RESULTS_PARQUET,
+    HISTOGRAM_PNG,
+    SCATTER_PNG,
+    SUMMARY_MD,
+    REPORT_HTML,
+    VS_BASELINE_PNG,
+    GROUPS_PARQUET,
+    GROUPS_PNG,
+)
 """The files a job writes in its results folder."""
 CLAIM = ".numdiff"
 """In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""

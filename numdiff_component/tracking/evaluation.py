@@ -12,6 +12,8 @@ import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.report.render import markdown, text
+from numdiff_component.slices.groups import group_metrics
+from numdiff_component.slices.groups import summary_lines as group_lines
 from numdiff_component.task.config import Scoring
 from numdiff_component.task.gate import BaselineGate, Gate
 from numdiff_component.task.results import PREFIX
@@ -33,6 +35,7 @@ class Evaluation:
     notes: tuple[str, ...] = ()  # one-line hints shown with the results
     reports: tuple[Path, ...] = ()  # plots and summary, logged next to the results
     vs_baseline: BaselineGate | None = None  # ``--baseline``, with its gate ``--fail-if-worse``
+    groups: pd.DataFrame | None = None  # with ``--by``: every group (SPEC §3.1)
 
     def gates(self) -> list[Gate | BaselineGate]:
         """The quality gates asked for: ``--fail-under``, ``--fail-if-worse``."""
@@ -55,6 +58,8 @@ class Evaluation:
                 f"; mae {got['mae']:.6g}, median absolute error {got['median_abs_error']:.6g}"
             )
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
+        if self.groups is not None:
+            lines += [line for by in group_lines(self.groups) for line in ("", _inert(by))]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it
             lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]
@@ -106,7 +111,10 @@ def _same(a: str, b: str) -> bool:
 def run_metrics(evaluation: Evaluation) -> dict[str, float]:
     """The run's metrics: the aggregates' (`metrics`), and those against the baseline."""
     baseline = {} if evaluation.vs_baseline is None else evaluation.vs_baseline.metrics()
-    return metrics(evaluation.aggregates) | baseline
+    groups = {} if evaluation.groups is None else group_metrics(evaluation.groups)
+    return (
+        metrics(evaluation.aggregates) | baseline | {f"{PREFIX}/{k}": v for k, v in groups.items()}
+    )
 
 
 def metrics(aggregates: Mapping[str, float]) -> dict[str, float]:

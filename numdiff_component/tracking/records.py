@@ -20,6 +20,7 @@ import pandas as pd
 
 from numdiff_component.errors import InputError, first_line
 from numdiff_component.task.results import (
+    GROUPS_JSON,
     PLOTS,
     PREFIX,
     RESULTS_JSON,
@@ -127,6 +128,14 @@ def log_evaluation(
                 data=table_for_ui(results, evaluation.scoring.id_col),
                 artifact_file=f"{PREFIX}/{RESULTS_JSON}",
                 extra=results.memory_usage(deep=True).sum() / 2**20,
+            )
+        if evaluation.groups is not None:
+            within(
+                what,
+                client.log_table,
+                run_id,
+                data=evaluation.groups,
+                artifact_file=f"{PREFIX}/{GROUPS_JSON}",
             )
         _log_plots(client, run_id, plots)
     return run_id
