@@ -141,7 +141,7 @@ def group_table(sums: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         bounds = np.array([wilson(p, k) for p, k in zip(passed, n, strict=True)]).reshape(-1, 2)
         with np.errstate(all="ignore"):
             mae = np.where(compared > 0, frame["abs_error_sum"].to_numpy() / compared, math.nan)
-        values = list(frame.index)
+        values = [value_text(v) for v in frame.index]  # the null group: None
         table = pd.DataFrame(
             {
                 "column": column,

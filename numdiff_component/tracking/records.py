@@ -44,6 +44,8 @@ from numdiff_component.tracking.evaluation import (
 )
 
 T = TypeVar("T")
+BATCH_ENTITIES = 1000
+"""Metrics, params and tags MLflow takes in one ``log_batch`` (``MAX_ENTITIES_PER_BATCH``)."""
 
 
 def _dataset(frame: pd.DataFrame, evaluation: Evaluation, complete: bool) -> Any:
@@ -106,15 +108,22 @@ def log_evaluation(
         client = mlflow.MlflowClient()
         logged = run.data.params  # a run `mlflow run` started holds its parameters
         now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, 0) for k, v in run_metrics(evaluation).items()]
+        new = [Param(k, v) for k, v in new_params(params(evaluation), logged).items()]
+        run_tags = [RunTag(k, v) for k, v in tags(evaluation).items()]
+        first = BATCH_ENTITIES - len(new) - len(run_tags)  # MLflow's limit per log_batch
         within(
             what,
             client.log_batch,
             run_id,
-            metrics=[Metric(k, v, now, 0) for k, v in run_metrics(evaluation).items()],
-            params=[Param(k, v) for k, v in new_params(params(evaluation), logged).items()],
-            tags=[RunTag(k, v) for k, v in tags(evaluation).items()],
+            metrics=metrics[:first],
+            params=new,
+            tags=run_tags,
             synchronous=True,
         )
+        for start in range(first, len(metrics), BATCH_ENTITIES):  # many groups (SPEC §3.1)
+            batch = metrics[start : start + BATCH_ENTITIES]
+            within(what, client.log_batch, run_id, metrics=batch, synchronous=True)
         dataset = _dataset(input_frame, evaluation, complete=results is not None)
         within(what, mlflow.log_input, dataset, context="evaluation")
         plots = [r for r in evaluation.reports if r.name in PLOTS]

@@ -35,6 +35,8 @@ NOT_OPTIONS = {
     "output_col",
     "expected_col",
     "id_col",
+    "by",
+    "threshold_col",
     "fail_under",
     "run_name",
     "baseline",
