@@ -34,6 +34,7 @@ from numdiff_component.engines.spark_cluster import (
     ship_code,
     spark_uri,
 )
+from numdiff_component.engines.spark_groups import row_threshold_columns, threshold_fields
 from numdiff_component.errors import InputError, check_stopped, missing_column
 from numdiff_component.inputs.sources import FORMATS, dataset_name, detect_format, local_path
 from numdiff_component.inputs.tables import open_table
@@ -46,6 +47,7 @@ from numdiff_component.scoring import (
     result_schema,
     score_columns,
 )
+from numdiff_component.slices.groups import check_slices
 from numdiff_component.task.arrow_frames import arrow_frame
 from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig
 from numdiff_component.task.results import write_folder_metadata
@@ -158,12 +160,16 @@ def _core_input(column: pa.Array) -> pa.Array | pd.Series:
 
 
 def _score_batch(
-    batch: pa.RecordBatch, output_col: str, expected_col: str, options: Options
+    batch: pa.RecordBatch,
+    output_col: str,
+    expected_col: str,
+    options: Options,
+    threshold_col: str | None = None,
 ) -> pa.RecordBatch:
     output = _core_input(batch.column(output_col))
     expected = _core_input(batch.column(expected_col))
     results = score_columns(output, expected, options)
-    schema = result_schema(options)
+    results, schema = row_threshold_columns(results, batch, threshold_col, options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
         pa.array(results[f.name], type=f.type, from_pandas=True)
@@ -179,26 +185,29 @@ def score_spark(
     output_col: str = "output",
     expected_col: str = "expected",
     options: Options | None = None,
+    threshold_col: str | None = None,
     **overrides: Any,
 ) -> DataFrame:
     """Score every row of a Spark DataFrame: every input column, then the result columns.
 
     The result columns are those of `score_frame` (``output_value``, ``expected_value``,
     ``abs_error``, ``score`` doubles, ``passed`` boolean, ``label`` string) with the same values
-    row for row; null where `score_frame` has NaN. Lazy, like any Spark transformation; columns
-    are checked at once (`InputError`).
+    row for row; null where `score_frame` has NaN. With ``threshold_col``, each row passes
+    against its own threshold and the column ``row_threshold`` follows (SPEC §3.2). Lazy, like
+    any Spark transformation; columns are checked at once (`InputError`).
 
     >>> results = score_spark(spark.read.parquet("preds/"), threshold=0.95)  # doctest: +SKIP
     >>> results.groupBy("label").count().show()  # doctest: +SKIP
     """
     opts = Options.of(options, **overrides)
     _check_spark_columns(sdf, output_col, expected_col, options=opts)
+    extra = threshold_fields(sdf.columns, threshold_col)  # checked: the column is there
     ship_code(sdf.sparkSession)  # the workers import this package from the shipped zip
-    schema = StructType([*sdf.schema.fields, *result_fields(opts)])
+    schema = StructType([*sdf.schema.fields, *result_fields(opts), *extra])
 
     def score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield _score_batch(batch, output_col, expected_col, opts)
+            yield _score_batch(batch, output_col, expected_col, opts, threshold_col)
 
     return sdf.mapInArrow(score_batches, schema)
 
@@ -354,15 +363,15 @@ class SparkEngine:
         _check_spark_columns(
             table.frame, scoring.output_col, scoring.expected_col, scoring.id_col, scoring.options
         )
+        check_slices(table.frame.columns, scoring.by, scoring.threshold_col)
         return table
 
     def score(
         self, table: SparkTable, config: JobConfig, path: Path
     ) -> Generator[pd.DataFrame, None, None]:
         scoring = config.scoring
-        results = score_spark(
-            table.frame, scoring.output_col, scoring.expected_col, scoring.options
-        )
+        columns = (scoring.output_col, scoring.expected_col)
+        results = score_spark(table.frame, *columns, scoring.options, scoring.threshold_col)
         # Written under a hidden name, renamed once every batch is handed back: an interrupted
         # or failed job leaves no part of it (not even Spark's _temporary folder).
         partial = path.with_name(f".{path.name}.partial")

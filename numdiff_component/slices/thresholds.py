@@ -79,6 +79,25 @@ def _refuse(
     )
 
 
+def row_passes(
+    results: dict[str, Any],
+    values: Any,
+    column: str,
+    threshold: float,
+    first_row: int | None = None,
+    ids: Any = None,
+) -> dict[str, Any]:
+    """The result columns of `score_columns` with each row passed against its threshold from
+    ``values`` (`row_thresholds`), and `ROW_THRESHOLD`; labels other than pass and fail stay."""
+    limits = row_thresholds(values, threshold, column, first_row, ids)
+    labels = pd.Series(results["label"], copy=False)
+    compared = np.asarray(labels.isin([PASS, FAIL]), dtype=bool)
+    passed = compared & (np.asarray(results["score"], dtype=float) >= limits)
+    relabelled = np.where(compared, np.where(passed, PASS, FAIL), labels.to_numpy(dtype=object))
+    label = pd.array(relabelled, dtype=labels.dtype)
+    return {**results, "passed": passed, "label": label, ROW_THRESHOLD: limits}
+
+
 def apply_row_thresholds(
     results: pd.DataFrame,
     column: str,
@@ -87,14 +106,12 @@ def apply_row_thresholds(
     id_col: str | None = None,
 ) -> pd.DataFrame:
     """``results`` (of `score_frame`) with each row passed against its own threshold, and the
-    column `ROW_THRESHOLD`; labels other than pass and fail stay as they are."""
+    column `ROW_THRESHOLD` (`row_passes`)."""
     ids = None if id_col is None else results[id_col]
-    limits = row_thresholds(results[column], threshold, column, first_row, ids)
-    labels = pd.Series(results["label"], copy=False)
-    compared = np.asarray(labels.isin([PASS, FAIL]), dtype=bool)
-    passed = compared & (np.asarray(results["score"], dtype=float) >= limits)
-    label = np.where(passed, PASS, FAIL)
-    new_labels = labels.where(~compared, pd.Series(label, index=results.index))
+    columns = {name: results[name] for name in ("score", "label")}
+    passes = row_passes(columns, results[column], column, threshold, first_row, ids)
     return results.assign(
-        passed=passed, label=new_labels.astype(labels.dtype), **{ROW_THRESHOLD: limits}
+        passed=passes["passed"],
+        label=pd.Series(passes["label"], index=results.index),
+        **{ROW_THRESHOLD: passes[ROW_THRESHOLD]},
     )
