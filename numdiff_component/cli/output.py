@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from numdiff_component.job.run import JobOutcome
 
 
-def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str]:
+def summary_lines(
+    aggregates: Mapping[str, float], threshold: float, threshold_col: str | None = None
+) -> list[str]:
     """The aggregates as an aligned table, each with its 95% interval where one exists."""
     from numdiff_component.aggregate import interval
 
@@ -36,6 +38,9 @@ def summary_lines(aggregates: Mapping[str, float], threshold: float) -> list[str
             ("mismatched", f"{int(aggregates['n_unit_mismatch']):,}", "", "unit_mismatch"),
             ("unit missing", f"{int(aggregates['n_unit_missing']):,}", "", "unit_missing"),
         ]
+    if threshold_col:  # SPEC §3.2
+        held = f"score >= each row's threshold ({threshold_col}; empty: {threshold:g})"
+        rows[1] = (*rows[1][:3], held)
     lines = [f"  {'':<12} {'value':>10}  95% interval"]
     for name, value, of, note in rows:
         bounds = interval(aggregates, of) if of else None
@@ -75,7 +80,8 @@ def print_outcome(outcome: JobOutcome) -> None:
     click.echo(f"numeric diff: {visible(outcome.evaluation.source)}")
     evaluation = outcome.evaluation
     threshold = evaluation.scoring.options.threshold
-    click.echo("\n".join(summary_lines(evaluation.aggregates, threshold)))
+    threshold_col = evaluation.scoring.threshold_col
+    click.echo("\n".join(summary_lines(evaluation.aggregates, threshold, threshold_col)))
     if evaluation.groups is not None:
         from numdiff_component.slices.groups import summary_lines as group_lines
 

@@ -32,7 +32,6 @@ from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
 from numdiff_component.job.baseline import against_baseline
 from numdiff_component.report.builder import ReportBuilder
-from numdiff_component.report.group_plots import draw_group_pass_rates
 from numdiff_component.scoring import result_schema
 from numdiff_component.slices.groups import GroupTotals
 from numdiff_component.slices.thresholds import ROW_THRESHOLD
@@ -40,7 +39,6 @@ from numdiff_component.task.config import Engine, JobConfig, Source
 from numdiff_component.task.gate import Gate
 from numdiff_component.task.results import (
     GROUPS_PARQUET,
-    GROUPS_PNG,
     PREFIX,
     RESULTS_PARQUET,
     VS_BASELINE_PNG,
@@ -239,21 +237,14 @@ def _result_columns(config: JobConfig) -> list[str]:
     return names + ([ROW_THRESHOLD] if config.scoring.threshold_col else [])
 
 
-def _write_groups(
-    groups: GroupTotals, folder: Path, title: str, plots: bool
-) -> tuple[pd.DataFrame, list[Path]]:
-    """Every group's aggregates into ``groups.parquet`` (and their plot), in the results folder."""
-    table = groups.table()
+def _write_groups(table: pd.DataFrame, folder: Path) -> Path:
+    """Every group's aggregates into ``groups.parquet`` in the results folder (SPEC §3.1)."""
     path = folder / GROUPS_PARQUET
     try:
         table.to_parquet(path, index=False)
-        written = [path]
-        if plots:
-            (folder / GROUPS_PNG).write_bytes(draw_group_pass_rates(table, title))
-            written.append(folder / GROUPS_PNG)
     except OSError as exc:
         raise InputError(f"cannot write the groups to {str(folder)!r}: {exc}") from exc
-    return table, written
+    return path
 
 
 def _title(config: JobConfig, source: str | None = None) -> str:
@@ -322,6 +313,9 @@ def _run(
     if math.isinf(aggregates["mae"]):
         notes += (INFINITE_MAE,)
     report = collected.report
+    groups = None if collected.groups is None else collected.groups.table()
+    if report is not None:
+        report.groups = groups  # its line per column, and the plot (SPEC §3.1)
     # Making the report and importing MLflow take a second or more each: done side by side.
     with (
         report.render_in_child(aggregates, source, notes)
@@ -335,12 +329,8 @@ def _run(
         plot = path.parent / VS_BASELINE_PNG
         plot.write_bytes(vs_baseline.histograms(_title(config, source)))
         reports.append(plot)
-    groups = None
-    if collected.groups is not None:
-        groups, written = _write_groups(
-            collected.groups, path.parent, _title(config, source), config.plots
-        )
-        reports.extend(written)
+    if groups is not None:
+        reports.append(_write_groups(groups, path.parent))
     rate = aggregates["pass_rate"]
     evaluation = Evaluation(
         scoring=config.scoring,

@@ -23,6 +23,7 @@ import pandas as pd
 from numdiff_component.aggregate import BOUNDS, headline, interval, lowest
 from numdiff_component.options import Options
 from numdiff_component.process import ForkedCall
+from numdiff_component.report.group_plots import draw_group_pass_rates, png_size
 from numdiff_component.report.plots import (
     SCORE_EDGES,
     draw_histogram,
@@ -32,8 +33,15 @@ from numdiff_component.report.plots import (
 )
 from numdiff_component.report.render import cells, image, kind, number, render, text
 from numdiff_component.scoring import UNPARSEABLE
+from numdiff_component.slices.groups import summary_lines as group_lines
 from numdiff_component.task.config import Scoring
-from numdiff_component.task.results import HISTOGRAM_PNG, REPORT_HTML, SCATTER_PNG, SUMMARY_MD
+from numdiff_component.task.results import (
+    GROUPS_PNG,
+    HISTOGRAM_PNG,
+    REPORT_HTML,
+    SCATTER_PNG,
+    SUMMARY_MD,
+)
 
 __all__ = ["ReportBuilder"]
 
@@ -101,6 +109,7 @@ class ReportBuilder:
         self._failing = pd.DataFrame()
         self._unparseable = pd.DataFrame()
         self._in_child: tuple[tuple[Any, ...], ForkedCall] | None = None
+        self.groups: pd.DataFrame | None = None  # with ``--by``, set before writing (SPEC §3.1)
 
     @classmethod
     def of(cls, scoring: Scoring, title: str | None = None) -> ReportBuilder:
@@ -213,11 +222,16 @@ class ReportBuilder:
     ) -> dict[str, bytes]:
         """What `write` writes: each file's name and content, in that order."""
         histogram, scatter = self.plots(source)
+        groups = {}
+        if self.groups is not None:
+            groups[GROUPS_PNG] = draw_group_pass_rates(self.groups, self.title or source)
+        html = self.html(aggregates, source, notes, histogram, scatter, groups.get(GROUPS_PNG, b""))
         return {
             HISTOGRAM_PNG: histogram,
             SCATTER_PNG: scatter,
             SUMMARY_MD: self.summary(aggregates, source, notes).encode("utf-8"),
-            REPORT_HTML: self.html(aggregates, source, notes, histogram, scatter).encode("utf-8"),
+            REPORT_HTML: html.encode("utf-8"),
+            **groups,
         }
 
     @contextlib.contextmanager
@@ -267,6 +281,7 @@ class ReportBuilder:
             "no_failure": self._no_failure(),
             "unparseable_title": self._unparseable_title(),
             "unparseable": cells(self.unparseable()),
+            "groups": [] if self.groups is None else group_lines(self.groups),
         }
 
     def summary(
@@ -285,6 +300,7 @@ class ReportBuilder:
         notes: Sequence[str] = (),
         histogram: bytes = b"",
         scatter: bytes = b"",
+        groups: bytes = b"",
     ) -> str:
         """The same content as `summary` as one self-contained HTML page: inline CSS, the PNG
         plots embedded as data URIs, no script and no external URL."""
@@ -293,6 +309,7 @@ class ReportBuilder:
             for png, k, alt, (w, h) in (
                 (histogram, "histogram", "Score histogram", (800, 450)),
                 (scatter, "scatter", "Output vs expected", (650, 650)),
+                (groups, "groups", "Pass rate per group", png_size(groups)),
             )
             if png
         ]

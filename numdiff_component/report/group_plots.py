@@ -11,6 +11,13 @@ PLOTTED_GROUPS = 30
 """Groups per column drawn: the largest (``groups.parquet`` holds them all)."""
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """A PNG's width and height in pixels, from its header; (0, 0) for no image."""
+    if len(png) < 24:
+        return 0, 0
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def draw_group_pass_rates(table: pd.DataFrame, title: str) -> bytes:
     """A PNG of each column's groups (`slices.groups.group_table`): pass rate and interval."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

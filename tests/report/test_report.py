@@ -423,7 +423,9 @@ def test_hostile_cells_are_inert_text_in_the_summary(hostile: tuple[str, str]) -
     source = lines[7].removeprefix("Input: ").removesuffix(", 12 rows (2 unparseable).")
     assert unmarkdown(source) == HOSTILE_SOURCE
     options = table(summary.split("## Options")[1].split("## Plots")[0])
-    assert [unmarkdown(row[1]) for row in options[-3:]] == list(HOSTILE_COLUMNS)
+    named = {unmarkdown(row[0]): unmarkdown(row[1]) for row in options}
+    roles = ("output_col", "expected_col", "id_col")
+    assert [named[role] for role in roles] == list(HOSTILE_COLUMNS)
     user_text = [source, *lines[4:6], *(cell for row in rows + options for cell in row)]
     for text in user_text:
         assert not re.search(r"[`*_~\[\]()!<>&:@\\|]|(?<![0-9])\.|\.(?![0-9])", inert(text)), text
