@@ -14,6 +14,11 @@ The sample run (`sample_run_against_floor`): ``numdiff score --quiet`` on the pa
     python benchmarks/bench_job.py --rows 1000000 --runs 5
     python benchmarks/bench_job.py --sample-run        # only the sample run against MLflow's floor
     python benchmarks/bench_job.py --sample-run --runs 9
+    python benchmarks/bench_job.py --by-groups 1000    # --by over 1,000 groups against no --by
+
+The groups job (`groups_job`): the same job on a CSV with a third column of ``--by-groups``
+values, with ``--by group`` and without it, timed in turn in one run (issue 31's goal: at most
+1.3x, peak under 512 MiB).
 """
 
 from __future__ import annotations
@@ -51,20 +56,21 @@ writer.close()
 """The floor of the large job: the pyarrow pass over the same CSV."""
 
 
-def write_table(path: str | Path, rows: int | str) -> None:
-    """Two columns of numbers as text, written a million rows at a time."""
-    rows = int(rows)
+def write_table(path: str | Path, rows: int | str, groups: int | str = 0) -> None:
+    """Two columns of numbers as text, written a million rows at a time; with ``groups``, a
+    third column ``group`` of that many values (``g0``, ``g1``, ...)."""
+    rows, groups = int(rows), int(groups)
     rng = np.random.default_rng(0)
-    with pa_csv.CSVWriter(
-        path, pa.schema([("output", pa.string()), ("expected", pa.string())])
-    ) as w:
+    names = ["output", "expected", *(["group"] if groups else [])]
+    with pa_csv.CSVWriter(path, pa.schema([(name, pa.string()) for name in names])) as w:
         for start in range(0, rows, 1_000_000):
             n = min(1_000_000, rows - start)
             expected = rng.normal(100, 30, n).round(3)
             output = (expected * rng.normal(1, 0.01, n)).round(3)
-            w.write_table(
-                pa.table({"output": output.astype(str), "expected": expected.astype(str)})
-            )
+            columns = {"output": output.astype(str), "expected": expected.astype(str)}
+            if groups:
+                columns["group"] = np.char.add("g", rng.integers(0, groups, n).astype(str))
+            w.write_table(pa.table(columns))
 
 
 def waited(process: subprocess.Popen[bytes]) -> tuple[int, resource.struct_rusage]:
@@ -134,6 +140,36 @@ def large_job(rows: int, runs: int) -> None:
     print(f"  each run (s): floor {_rounded(floors)}, job {_rounded(jobs)}")
 
 
+def groups_job(rows: int, runs: int, groups: int) -> None:
+    """``numdiff score`` with ``--by group`` (``groups`` values) against the same job without
+    it, on one CSV, run in turn ``runs`` times; medians of wall time, peaks of memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        table = folder / "grouped.csv"
+        code = "import sys; from bench_job import write_table; write_table(*sys.argv[1:])"
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+        command = [sys.executable, "-c", code, str(table), str(rows), str(groups)]
+        subprocess.run(command, env=env, check=True)
+        env = tracking_env(folder)
+        job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
+        job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
+        plain, grouped = [], []
+        for _ in range(runs):
+            plain.append(timed(job, env))
+            grouped.append(timed([*job, "--by", "group"], env))
+        size_mib = table.stat().st_size / 2**20
+        n_groups = len(pq.read_table(folder / "res" / "groups.parquet"))
+    plain_wall = statistics.median(wall for wall, _ in plain)
+    grouped_wall = statistics.median(wall for wall, _ in grouped)
+    plain_peak, grouped_peak = max(p for _, p in plain), max(p for _, p in grouped)
+    print(f"groups job: {rows:,} rows ({size_mib:,.0f} MiB of CSV), {n_groups:,} groups")
+    print(f"  numdiff score           {plain_wall:6.1f} s  peak {plain_peak:5.0f} MiB")
+    print(f"  numdiff score --by      {grouped_wall:6.1f} s  peak {grouped_peak:5.0f} MiB")
+    ratio = grouped_wall / plain_wall
+    print(f"  ratio                   {ratio:6.2f}x (goal <= 1.3x; peak < 512 MiB)")
+    print(f"  each run (s): without {_rounded(plain)}, with --by {_rounded(grouped)}")
+
+
 def _rounded(runs: list[tuple[float, float]]) -> list[float]:
     return [round(wall, 1) for wall, _ in runs]
 
@@ -143,10 +179,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--runs", type=int, help="runs of each (default 3; sample run 5)")
     parser.add_argument("--sample-run", action="store_true", help="only the sample run")
+    parser.add_argument("--by-groups", type=int, help="only the groups job, with this many")
     args = parser.parse_args()
     # SIGTERM (a timeout, a killed job) ends like Ctrl-C: the temporary folders, gigabytes on
     # 20,000,000 rows, are removed on the way out.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if args.by_groups:
+        groups_job(args.rows, args.runs or 3, args.by_groups)
+        return
     if not args.sample_run:
         large_job(args.rows, args.runs or 3)
     sample_run_against_floor(args.runs or 5)

@@ -419,3 +419,33 @@ def test_a_step_with_a_baseline_fails_when_worse_and_passes_when_not(
         "(experiment 'tests', started ",
     )
     assert len(client.search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])) == 4  # none by "nobody"
+
+
+@pytest.mark.slow
+def test_mlflow_run_with_groups_and_row_thresholds_logs_what_the_cli_logs(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    """SPEC §3.1, §3.2 through the MLproject: `-P by="a,b"`, the same metrics as the CLI."""
+    from tests.fixtures.tables import sliced_table, write_table
+
+    table = write_table(sliced_table(), tmp_path / "sliced.csv")
+    given = ("id_col=id", "by=category,level", "threshold_col=tol")
+    run_id = _project_run(f"predictions={table}", *given, project=mlflow_project)
+    assert run_id is not None
+    done = invoke("score", str(table), "--id-col", "id", "--by", "category,level",
+                  "--threshold-col", "tol", "--no-plots", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    client = MlflowClient()
+    (cli_run,) = [r for r in client.search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])
+                  if r.info.run_id != run_id]  # fmt: skip
+    project = client.get_run(run_id).data
+    by = {k: v for k, v in project.metrics.items() if k.startswith("numeric_diff/by/")}
+    assert "numeric_diff/by/category/_empty/pass_rate" in by  # a CSV: null is written ""
+    assert "numeric_diff/by/category/a_2Fb/n" in by and "numeric_diff/by/level/n_groups" in by
+    assert by == {k: v for k, v in cli_run.data.metrics.items() if k in by}
+    assert set(cli_run.data.metrics) == set(project.metrics)
+    assert project.params["by"] == "category,level" and project.params["threshold_col"] == "tol"
+    folder = client.download_artifacts(run_id, "numeric_diff")
+    assert len(pd.read_json(os.path.join(folder, "groups.json"), orient="split")) == len(
+        pd.read_parquet(os.path.join(folder, "groups.parquet"))
+    )
