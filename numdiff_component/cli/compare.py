@@ -65,7 +65,13 @@ def compare(
     """
     import json
 
-    from numdiff_component.compare.comparison import compare_results, resolve_id_col, run_warnings
+    from numdiff_component.compare.comparison import (
+        align,
+        compare_results,
+        resolve_id_col,
+        run_warnings,
+    )
+    from numdiff_component.compare.groups import group_change_lines, group_changes, shared_by
     from numdiff_component.compare.render import format_text, to_json
     from numdiff_component.errors import InputError, visible
     from numdiff_component.tracking.records import load_results, log_comparison
@@ -76,6 +82,11 @@ def compare(
             click.echo(f"numdiff: warning: {visible(warning)}", err=True)
     matched_by = resolve_id_col(id_col or None, (a.id_col, b.id_col), a.frame, b.frame)
     comparison = compare_results(a.frame, b.frame, id_col=matched_by, alpha=alpha)
+    by = shared_by((a.params.get("by"), b.params.get("by")), a.frame, b.frame)
+    changes = None
+    if by:  # SPEC §3.1: which groups regressed, on the same pairs
+        paired_a, paired_b, _ = align(a.frame, b.frame, matched_by)
+        changes = group_changes(paired_a, paired_b, by, alpha)
     if plot:
         from numdiff_component.job.baseline import recorded_threshold, score_histograms
 
@@ -89,6 +100,8 @@ def compare(
     summary: dict[str, Any] = {"a": a.label, "b": b.label}
     summary["options"] = {"a": a.options, "b": b.options}
     summary.update(to_json(comparison, limit or None))
+    if changes is not None:
+        summary["groups"] = json.loads(changes.to_json(orient="records", double_precision=15))
     if log_run:
         summary["run_id"] = log_comparison(
             summary, a.source, b.source, experiment_name=experiment_name
@@ -97,5 +110,7 @@ def compare(
         click.echo(json.dumps(summary))
         return
     click.echo(format_text(comparison, a.label, b.label, limit or None, (a.options, b.options)))
+    if changes is not None:
+        click.echo("\n" + "\n".join(group_change_lines(changes, alpha, limit or None)))
     if log_run:
         click.echo(f"\n  logged to run {summary['run_id']}")
