@@ -15,8 +15,9 @@ Both adapters read the same options (SPEC §2), validated once into an `Options`
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -27,10 +28,15 @@ from mlflow.models import EvaluationMetric, make_metric
 from pydantic import PrivateAttr, create_model
 
 from numdiff_component.aggregate import aggregate
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, OptionError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
+from numdiff_component.slices.groups import GroupTotals, by_columns, group_metrics
+from numdiff_component.slices.thresholds import row_passes
 from numdiff_component.unit_scoring import UNIT_LABELS
+
+_FIXED = ("predictions", "targets", "numeric_diff_options", "metrics")
+"""Parameter names MLflow reads otherwise: no column of ``by`` may take them."""
 
 METRIC_NAME = "numeric_diff"
 """The name of the metric and of the scorer (their options in ``evaluator_config``: under
@@ -60,19 +66,36 @@ def _justification(
     return f"{said}, difference {d:.6g}: score {value:.6g} ({label})"
 
 
-def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValue:
+def metric_value(
+    predictions: Any,
+    targets: Any,
+    options: Options,
+    columns: Mapping[str, Any] | None = None,
+    by: Sequence[str] = (),
+    threshold_col: str | None = None,
+) -> MetricValue:
     """Score two columns with the vectorised core: per-row scores, justifications, aggregates.
 
     ``aggregate_results`` holds the SPEC §3 aggregates that are numbers (a NaN one, such as
-    ``mae`` when no row has two numbers, is left out). No rows is an `InputError`.
+    ``mae`` when no row has two numbers, is left out). No rows is an `InputError`. With
+    ``by`` and ``threshold_col`` (names of ``columns``), each row is held to its own threshold
+    and the groups' metrics (SPEC §3.1) are added under ``by/<column>/<value>/<metric>``.
     """
     _check_not_the_same_column(predictions, targets)
     results = score_columns(_column(predictions), _column(targets), options)
+    given = {name: _column(values) for name, values in (columns or {}).items()}
+    if threshold_col:
+        limits = given[threshold_col]
+        results = row_passes(results, limits, threshold_col, options.threshold)
     aggregates = aggregate(results)
-    columns: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
-    columns += ("output_unit", "expected_unit") if "output_unit" in results else ()
+    if by:
+        groups = GroupTotals(by)
+        groups.add({**results, **{name: given[name] for name in by}})
+        aggregates |= group_metrics(groups.table())
+    shown: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
+    shown += ("output_unit", "expected_unit") if "output_unit" in results else ()
     justifications = [
-        _justification(*row) for row in zip(*(results[c] for c in columns), strict=True)
+        _justification(*row) for row in zip(*(results[c] for c in shown), strict=True)
     ]
     return MetricValue(
         scores=results["score"].tolist(),
@@ -97,11 +120,17 @@ def _column(values: Any) -> Any:
     return values.array if isinstance(values, pd.Series) else values
 
 
-def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
+def make_numeric_diff_metric(
+    *, by: str | Sequence[str] = (), threshold_col: str | None = None, **options: Any
+) -> EvaluationMetric:
     """An MLflow ``EvaluationMetric`` named ``numeric_diff`` scoring predictions against targets.
 
     ``options`` are the scoring options of SPEC §2 (`Options`), validated here; a bad one
-    raises `OptionError`. At evaluation time they can be overridden per call with
+    raises `OptionError`. ``by`` (columns of the evaluation data) adds each group's metrics,
+    ``numeric_diff/by/<column>/<value>/<metric>`` (SPEC §3.1); ``threshold_col`` holds each
+    row to its own threshold (SPEC §3.2). MLflow hands the metric a column by the name of a
+    parameter: these names must be Python names (``category``, not ``sub task``). At
+    evaluation time the options can be overridden per call with
     ``evaluator_config={"numeric_diff_options": {"threshold": 0.9}}``: MLflow hands a custom
     metric the ``evaluator_config`` entry named like one of its parameters.
 
@@ -119,14 +148,30 @@ def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
     ([1.0, 0.0], 0.5)
     """
     base = Options.of(None, **options)
+    groups = by_columns(by)
+    names = tuple(dict.fromkeys([*groups, *([threshold_col] if threshold_col else [])]))
+    for name in names:
+        if not name.isidentifier() or name in _FIXED:
+            raise OptionError(
+                f"the metric takes column {name!r} as a parameter of that name: a Python name "
+                f"other than {', '.join(_FIXED)} (use numdiff score for other names)"
+            )
 
-    def numeric_diff(
-        predictions: pd.Series,
-        targets: pd.Series,
-        numeric_diff_options: Mapping[str, Any] | None = None,
-    ) -> MetricValue:
+    def numeric_diff(predictions: pd.Series, targets: pd.Series, *rest: Any) -> MetricValue:
+        # MLflow passes the columns named by the parameters, in order, then the options.
+        *values, numeric_diff_options = rest or (None,)
         opts = Options.of(base, **numeric_diff_options) if numeric_diff_options else base
-        return metric_value(predictions, targets, opts)
+        columns = dict(zip(names, values, strict=True))
+        return metric_value(predictions, targets, opts, columns, groups, threshold_col)
+
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for name in ("predictions", "targets", *names)
+    ]
+    options_parameter = inspect.Parameter(
+        "numeric_diff_options", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None
+    )
+    numeric_diff.__signature__ = inspect.Signature([*parameters, options_parameter])  # type: ignore[attr-defined]
 
     return make_metric(
         eval_fn=numeric_diff,
