@@ -165,8 +165,8 @@ def group_table(sums: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def column_summaries(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """For each column of `group_table`: `COLUMN_METRICS`, and ``worst``, the worst group's
-    value (the first of the lowest pass rate in the table's order)."""
+    """For each column of `group_table`: `COLUMN_METRICS`, and ``worst`` and ``worst_n``, the
+    worst group's value and rows (the first of the lowest pass rate in the table's order)."""
     found = {}
     for column, groups in table.groupby("column", sort=False):
         rates = groups["pass_rate"].to_numpy(dtype=float)
@@ -177,6 +177,7 @@ def column_summaries(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "pass_rate_gap": float(rates.max() - rates.min()),
             "n_groups": len(rates),
             "worst": groups["value"].iloc[worst],
+            "worst_n": int(groups["n"].iloc[worst]),
         }
     return found
 
@@ -209,12 +210,10 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
     """
     lines = []
     for column, s in column_summaries(table).items():
-        rows = table[(table["column"] == column)]
-        worst = rows.iloc[int(np.argmin(rows["pass_rate"].to_numpy(dtype=float)))]
         name = "null" if s["worst"] is pd.NA or s["worst"] is None else repr(s["worst"])
         lines.append(
             f"by {column}: macro pass rate {s['macro_pass_rate']:.4f} over {s['n_groups']:,} "
-            f"groups; worst {name} {s['worst_pass_rate']:.4f} (n {int(worst['n']):,}); "
+            f"groups; worst {name} {s['worst_pass_rate']:.4f} (n {s['worst_n']:,}); "
             f"gap {s['pass_rate_gap']:.4f}"
         )
     return lines
