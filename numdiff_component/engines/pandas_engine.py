@@ -55,6 +55,10 @@ class PandasEngine:
                     yield results.iloc[done:] if done else results
                 done = max(0, done - len(results))
 
+    def groups(self, path: Path, config: JobConfig) -> None:
+        """See `Engine.groups`: none here; the job adds them up from the batches."""
+        return None
+
     def _write(
         self, table: Table, config: JobConfig, path: Path, batch_rows: int | None
     ) -> Generator[pd.DataFrame, None, None]:

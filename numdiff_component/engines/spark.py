@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
+from numdiff_component.engines import spark_groups
 from numdiff_component.engines.spark_cluster import (
     check_reachable,
     cluster_errors,
@@ -34,7 +35,6 @@ from numdiff_component.engines.spark_cluster import (
     ship_code,
     spark_uri,
 )
-from numdiff_component.engines.spark_groups import row_threshold_columns, threshold_fields
 from numdiff_component.errors import InputError, check_stopped, missing_column
 from numdiff_component.inputs.sources import FORMATS, dataset_name, detect_format, local_path
 from numdiff_component.inputs.tables import open_table
@@ -169,7 +169,7 @@ def _score_batch(
     output = _core_input(batch.column(output_col))
     expected = _core_input(batch.column(expected_col))
     results = score_columns(output, expected, options)
-    results, schema = row_threshold_columns(results, batch, threshold_col, options)
+    results, schema = spark_groups.row_threshold_columns(results, batch, threshold_col, options)
     arrays = [
         # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
         pa.array(results[f.name], type=f.type, from_pandas=True)
@@ -201,7 +201,7 @@ def score_spark(
     """
     opts = Options.of(options, **overrides)
     _check_spark_columns(sdf, output_col, expected_col, options=opts)
-    extra = threshold_fields(sdf.columns, threshold_col)  # checked: the column is there
+    extra = spark_groups.threshold_fields(sdf.columns, threshold_col)  # checks the column
     ship_code(sdf.sparkSession)  # the workers import this package from the shipped zip
     schema = StructType([*sdf.schema.fields, *result_fields(opts), *extra])
 
@@ -347,7 +347,7 @@ def load_spark_table(
     return SparkTable(frame, source, dataset_name(source), fmt)
 
 
-class SparkEngine:
+class SparkEngine(spark_groups.SparkGroups):
     """The job's Spark engine: reads with Spark, scores with `score_spark`, writes the results
     as a Parquet folder of part files, then hands them back to the job batch by batch (read on
     the driver with pyarrow, in bounded memory), so the job adds up and reports them exactly as

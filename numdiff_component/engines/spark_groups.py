@@ -5,16 +5,19 @@ equal to `slices.groups`' of the same results."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 
+from numdiff_component.engines.spark_cluster import cluster_errors, spark_uri
 from numdiff_component.errors import missing_column
 from numdiff_component.options import Options
 from numdiff_component.scoring import FAIL, PASS, UNPARSEABLE, result_schema
 from numdiff_component.slices.groups import check_slices, group_table, merge_sums
 from numdiff_component.slices.thresholds import ROW_THRESHOLD, row_passes
+from numdiff_component.task.config import JobConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,6 +45,24 @@ def row_threshold_columns(
     limits = batch.column(threshold_col).to_pandas()
     passes = row_passes(results, limits, threshold_col, options.threshold, first_row=None)
     return passes, schema.append(pa.field(ROW_THRESHOLD, pa.float64()))
+
+
+class SparkGroups:
+    """What the Spark engine (`engines.spark.SparkEngine`) does for groups: the job's groups
+    (SPEC §3.1) computed by Spark from the results it wrote."""
+
+    spark: Any  # the engine's session, or None: the active one
+
+    def groups(self, path: Path, config: JobConfig) -> pd.DataFrame | None:
+        """See `Engine.groups`: `groups_spark` of the results folder at ``path``."""
+        if not config.scoring.by:
+            return None
+        from pyspark.sql import SparkSession
+
+        spark = self.spark or SparkSession.getActiveSession()
+        assert spark is not None  # the results were just written with it
+        with cluster_errors("cannot add up the groups with Spark"):
+            return groups_spark(spark.read.parquet(spark_uri(str(path))), config.scoring.by)
 
 
 def groups_spark(results: DataFrame, by: Sequence[str]) -> pd.DataFrame:

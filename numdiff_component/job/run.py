@@ -313,7 +313,9 @@ def _run(
     if math.isinf(aggregates["mae"]):
         notes += (INFINITE_MAE,)
     report = collected.report
-    groups = None if collected.groups is None else collected.groups.table()
+    groups = None if collected.groups is None else engine.groups(path, config)
+    if groups is None and collected.groups is not None:
+        groups = collected.groups.table()
     if report is not None:
         report.groups = groups  # its line per column, and the plot (SPEC §3.1)
     # Making the report and importing MLflow take a second or more each: done side by side.

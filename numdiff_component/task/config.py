@@ -113,3 +113,9 @@ class Engine(Protocol):
         complete once the iterator is exhausted, and no partial file is left when it is closed
         early or raises."""
         ...
+
+    def groups(self, path: Path, config: JobConfig) -> pd.DataFrame | None:
+        """Every group of ``config.scoring.by`` (SPEC §3.1, `slices.groups.group_table`'s
+        columns) computed where the complete results at ``path`` are (Spark), or None: the job
+        adds them up from the batches."""
+        ...
