@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("pyspark.sql", reason="needs the spark extra", exc_type=ImportError)
 
 from numdiff_component import score_frame
+from numdiff_component.engines.pandas_engine import PandasEngine
 from numdiff_component.engines.spark import SparkEngine, load_spark_table, score_spark
 from numdiff_component.engines.spark_groups import groups_spark
 from numdiff_component.errors import InputError
@@ -58,6 +59,11 @@ def test_spark_job_equals_pandas_job(spark: Any, tmp_path: Path, suffix: str) ->
     assert on_spark.evaluation.aggregates == pytest.approx(
         pandas.evaluation.aggregates, nan_ok=True
     )
+    # The job's groups are Spark's own (Engine.groups), from the results folder it wrote.
+    by_spark = SparkEngine(spark).groups(on_spark.results_path, config)
+    assert by_spark is not None
+    assert_same_groups(by_spark, pd.read_parquet(pandas.results_path.parent / "groups.parquet"))
+    assert PandasEngine().groups(pandas.results_path, config) is None
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
