@@ -154,7 +154,8 @@ def make_numeric_diff_metric(
         if not name.isidentifier() or name in _FIXED:
             raise OptionError(
                 f"the metric takes column {name!r} as a parameter of that name: a Python name "
-                f"other than {', '.join(_FIXED)} (use numdiff score for other names)"
+                f"other than {', '.join(_FIXED)}; give one and map the column to it with "
+                "evaluator_config={'col_mapping': {'name': 'the column'}}"
             )
 
     def numeric_diff(predictions: pd.Series, targets: pd.Series, *rest: Any) -> MetricValue:

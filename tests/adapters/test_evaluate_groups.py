@@ -44,3 +44,24 @@ def test_evaluate_metric_columns_must_be_python_names() -> None:
         make_numeric_diff_metric(by="sub task")
     with pytest.raises(OptionError, match="'targets'"):
         make_numeric_diff_metric(threshold_col="targets")
+
+
+@pytest.mark.slow
+def test_evaluator_config_maps_a_column_that_is_no_python_name(tracking_uri: str) -> None:
+    """MLflow's ``col_mapping`` hands the parameter ``task`` the column ``sub task``."""
+    import pandas as pd
+
+    data = pd.DataFrame(
+        {"sub task": ["a", "a", "b"], "output": ["1", "2", "3"], "expected": ["1", "1", "3"]}
+    )
+    with mlflow.start_run():
+        result = mlflow.models.evaluate(
+            data=data,
+            predictions="output",
+            targets="expected",
+            model_type=None,
+            extra_metrics=[make_numeric_diff_metric(by="task")],
+            evaluator_config={"col_mapping": {"task": "sub task"}},
+        )
+    assert result.metrics["numeric_diff/by/task/a/pass_rate"] == 0.5
+    assert result.metrics["numeric_diff/by/task/b/pass_rate"] == 1.0
