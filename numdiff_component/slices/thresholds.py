@@ -73,8 +73,10 @@ def _refuse(
         row = f"row id {pd.Series(ids).iloc[i]!r}"
     else:
         row = "a row" if first_row is None else f"row {first_row + i}"
+    value = series.iloc[i]
+    value = value.item() if isinstance(value, np.generic) else value  # as the user wrote it
     raise InputError(
-        f"{row} of column {column!r}: threshold {series.iloc[i]!r} is not a number between 0 "
+        f"{row} of column {column!r}: threshold {value!r} is not a number between 0 "
         f"and 1 (empty: the global threshold {threshold:g})"
     )
 

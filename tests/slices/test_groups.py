@@ -189,3 +189,26 @@ def test_more_metrics_than_one_batch_takes_are_all_logged(
     )[0]
     by = [k for k in run.data.metrics if k.startswith("numeric_diff/by/")]
     assert len(by) == 2 * (MAX_LOGGED_GROUPS * len(GROUP_METRICS) + len(COLUMN_METRICS))
+
+
+@pytest.mark.parametrize(
+    ("values", "want"),
+    [
+        ([0.5, float("nan"), 1.0], [0.5, THRESHOLD, 1.0]),  # a float column: NaN is empty
+        ([0, 1, 1], [0.0, 1.0, 1.0]),  # integers
+        (pd.array([1, None, 0], dtype="Int64"), [1.0, THRESHOLD, 0.0]),  # nullable integers
+        (["1e-1", "  ", None], [0.1, THRESHOLD, THRESHOLD]),
+    ],
+)
+def test_thresholds_of_every_column_type(values: object, want: list[float]) -> None:
+    table = pd.DataFrame({"output": ["1", "2", "3"], "expected": "1", "tol": values})
+    assert (
+        apply_row_thresholds(score_frame(table), "tol", THRESHOLD)[ROW_THRESHOLD].tolist() == want
+    )
+
+
+@pytest.mark.parametrize("values", [[0.5, True, 0.5], [0.5, 2.0, 0.5], [0.5, -1, 0.5]])
+def test_a_column_of_non_thresholds_names_its_row(values: list[object]) -> None:
+    table = pd.DataFrame({"id": ["a", "b", "c"], "output": "1", "expected": "1", "tol": values})
+    with pytest.raises(InputError, match="row id 'b' of column 'tol'"):
+        apply_row_thresholds(score_frame(table), "tol", THRESHOLD, id_col="id")
