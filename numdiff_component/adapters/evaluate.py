@@ -158,9 +158,14 @@ def make_numeric_diff_metric(
                 "evaluator_config={'col_mapping': {'name': 'the column'}}"
             )
 
-    def numeric_diff(predictions: pd.Series, targets: pd.Series, *rest: Any) -> MetricValue:
-        # MLflow passes the columns named by the parameters, in order, then the options.
-        *values, numeric_diff_options = rest or (None,)
+    def numeric_diff(
+        predictions: pd.Series,
+        targets: pd.Series,
+        *values: Any,
+        numeric_diff_options: Mapping[str, Any] | None = None,
+    ) -> MetricValue:
+        if len(values) > len(names):  # MLflow passes every parameter by position
+            *values, numeric_diff_options = values  # type: ignore[assignment]
         opts = Options.of(base, **numeric_diff_options) if numeric_diff_options else base
         columns = dict(zip(names, values, strict=True))
         return metric_value(predictions, targets, opts, columns, groups, threshold_col)
