@@ -30,6 +30,7 @@ from numdiff_component.task.results import (
     recorded,
 )
 from numdiff_component.tracking.boundary import (
+    LOG_TABLE_MAX_ROWS,
     mlflow_run,
     upload_seconds,
     within,
@@ -138,12 +139,13 @@ def log_evaluation(
                 artifact_file=f"{PREFIX}/{RESULTS_JSON}",
                 extra=results.memory_usage(deep=True).sum() / 2**20,
             )
-        if evaluation.groups is not None:
+        groups = evaluation.groups
+        if groups is not None and len(groups) <= LOG_TABLE_MAX_ROWS:  # as the results' table
             within(
                 what,
                 client.log_table,
                 run_id,
-                data=evaluation.groups,
+                data=groups,
                 artifact_file=f"{PREFIX}/{GROUPS_JSON}",
             )
         _log_plots(client, run_id, plots)
