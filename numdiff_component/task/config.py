@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from numdiff_component.options import Options
+from numdiff_component.options import Options, sample_ks
 
 DEFAULT_BATCH_ROWS = 200_000
 """Rows read, scored and written at a time: a few batches alive bound the memory."""
@@ -46,6 +46,11 @@ class Scoring:
     output_col: str = "output"
     expected_col: str = "expected"
     id_col: str | None = None
+    item_col: str | None = None  # the rows of one value are samples of one item (SPEC §3.2)
+    k: tuple[int, ...] = (1,)  # the k of pass@k
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", sample_ks(self.k))
 
     def params(self) -> dict[str, str]:
         """As run params (and a results file's metadata), keyed by the MLproject's parameter
@@ -59,6 +64,8 @@ class Scoring:
             "output_col": self.output_col,
             "expected_col": self.expected_col,
             "id_col": self.id_col,
+            "item_col": self.item_col,
+            "k": ",".join(map(str, self.k)),
         }
         return {name: param_value(value) for name, value in values.items()}
 

@@ -1,0 +1,99 @@
+"""The job's samples per item (SPEC §3.2), in bounded memory: kept on disk by item, then
+grouped a bucket at a time into ``items.parquet``, and read back into the run's aggregates.
+
+A job scores batch by batch and an item's samples may be anywhere in the table. `ItemSamples`
+keeps what the vote needs of each row (`numdiff_component.samples.samples_of`: a few numbers)
+in `BUCKETS` Arrow files by a hash of the item, so each bucket holds whole items and is grouped
+on its own by `numdiff_component.samples.item_table`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from numdiff_component.options import Options
+from numdiff_component.samples import ItemTotals, item_table, samples_of
+
+BUCKETS = 32
+"""Bucket files the samples are spread over by their item's hash: each is grouped alone."""
+ONE_GROUP_ROWS = 1_000_000
+"""Up to this many samples are grouped at once, so their items come out in first-row order."""
+
+
+class ItemSamples:
+    """The samples of a job's scored batches, kept on disk by item (`BUCKETS` files, by a hash
+    of the item), then grouped bucket by bucket into ``items.parquet`` (`write`)."""
+
+    def __init__(self, item_col: str, ks: tuple[int, ...], options: Options) -> None:
+        self.item_col, self.ks, self.options = item_col, ks, options
+        self.rows = 0
+        self._folder = Path(tempfile.mkdtemp(prefix="numdiff-items-"))
+        self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+        self._schema: pa.Schema | None = None  # the first batch's: later ones are cast to it
+
+    def add(self, results: Mapping[str, Any]) -> None:
+        """Keep the samples of a batch of results (the item column and the result columns)."""
+        table = samples_of(results, self.item_col, self.options, self.rows)
+        self._schema = self._schema or table.schema
+        table = table.cast(self._schema)
+        self.rows += table.num_rows
+        keys = pd.util.hash_array(table.column(self.item_col).to_numpy(zero_copy_only=False))
+        bucket = (keys % BUCKETS).astype(np.int64)
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(BUCKETS + 1))
+        for b in range(BUCKETS):
+            if bounds[b] < bounds[b + 1]:
+                part = table.take(order[bounds[b] : bounds[b + 1]])
+                if b not in self._writers:
+                    sink = str(self._folder / f"{b}.arrow")
+                    self._writers[b] = pa.ipc.new_file(sink, self._schema)
+                self._writers[b].write_table(part)
+
+    def items(self) -> Iterator[pd.DataFrame]:
+        """The items, a bucket at a time (all at once, in first-row order, when few)."""
+        for writer in self._writers.values():
+            writer.close()
+        buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]
+        groups = [buckets] if self.rows <= ONE_GROUP_ROWS else [[b] for b in buckets]
+        for group in groups:
+            tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in group]
+            samples = pa.concat_tables(tables).to_pandas()
+            yield item_table(samples, self.item_col, self.ks, self.options)
+
+    def write(self, path: Path) -> None:
+        """Group the samples into ``path`` (Parquet, one row per item); the buckets go."""
+        writer = None
+        try:
+            for frame in self.items():
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                writer = writer or pq.ParquetWriter(path, table.schema)
+                writer.write_table(table.cast(writer.schema))
+        finally:
+            if writer is not None:
+                writer.close()
+            self.close()
+
+    def close(self) -> None:
+        """Remove the bucket files."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def item_aggregates(path: Path, item_col: str, ks: tuple[int, ...]) -> ItemTotals:
+    """The item aggregates of an ``items.parquet`` file, read a row group at a time."""
+    totals = ItemTotals(item_col, ks)
+    file = pq.ParquetFile(path)
+    for group in range(file.num_row_groups):
+        totals.add(file.read_row_group(group).to_pandas())
+    return totals
