@@ -18,10 +18,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from numdiff_component.errors import InputError
+from numdiff_component.errors import InputError, missing_column
 from numdiff_component.intervals import mean_interval, wilson
 from numdiff_component.options import Options
-from numdiff_component.scoring import pair_scores
+from numdiff_component.scoring import RESULT_COLUMNS, pair_scores
+from numdiff_component.unit_scoring import UNIT_SCHEMA
+
+RESULTS = {*RESULT_COLUMNS, *UNIT_SCHEMA.names}
 
 ITEM_COLUMNS: tuple[str, ...] = ("n_samples", "n_passed", "first_row", "mean_at_k")
 ITEM_COLUMNS += ("maj_value", "maj_score", "maj_at_k", "agreement")
@@ -145,6 +148,9 @@ def _check_expected(expected: np.ndarray, start: np.ndarray, code: np.ndarray, i
 def samples_of(results: Mapping[str, Any], item_col: str, options: Options, row: int) -> pa.Table:
     """What `item_table` needs of a batch of results whose first row is ``row`` (from 0); an
     empty item is an `InputError` naming its row (counted from 1)."""
+    if item_col not in results:
+        hint = " (choose with --item-col)"
+        raise missing_column("item", item_col, [c for c in results if c not in RESULTS], hint)
     items = pa.array(pd.Series(results[item_col], copy=False), from_pandas=True)
     if items.null_count:
         missing = int(np.argmax(np.asarray(items.is_null())))

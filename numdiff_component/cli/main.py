@@ -89,6 +89,21 @@ def cli() -> None:
     default="",
     help="Column identifying each row (kept in the results, used by compare).",
 )
+@click.option(
+    "--item-col",
+    default="",
+    metavar="COL",
+    help="Column naming the item each row is a sample of: per item mean@k, the vote maj@k, "
+    "pass@k and agreement (SPEC §3.2), written to items.parquet.",
+)
+@click.option(
+    "--k",
+    "k",
+    default="1",
+    show_default=True,
+    metavar="K,K,...",
+    help="The k of pass@k with --item-col, comma-separated: 1,5,10.",
+)
 @scoring_options
 @click.option(
     "--format",
@@ -143,6 +158,8 @@ def score(
     output_col: str,
     expected_col: str,
     id_col: str,
+    item_col: str,
+    k: str,
     options: Options,
     fmt: str | None,
     experiment_name: str | None,
@@ -182,6 +199,8 @@ def score(
             output_col=output_col,
             expected_col=expected_col,
             id_col=id_col or None,
+            item_col=item_col or None,
+            k=k,  # type: ignore[arg-type]  # a text: Scoring reads it (sample_ks)
         ),
         format=fmt,
         results_dir=results_dir,

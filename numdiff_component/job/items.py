@@ -70,16 +70,23 @@ class ItemSamples:
             yield item_table(samples, self.item_col, self.ks, self.options)
 
     def write(self, path: Path) -> None:
-        """Group the samples into ``path`` (Parquet, one row per item); the buckets go."""
+        """Group the samples into ``path`` (Parquet, one row per item), written under a hidden
+        name and renamed once complete; the buckets go."""
+        partial = path.with_name(f".{path.name}.partial")
         writer = None
         try:
             for frame in self.items():
                 table = pa.Table.from_pandas(frame, preserve_index=False)
-                writer = writer or pq.ParquetWriter(path, table.schema)
+                writer = writer or pq.ParquetWriter(partial, table.schema)
                 writer.write_table(table.cast(writer.schema))
+            if writer is not None:
+                writer.close()
+                writer = None
+                partial.replace(path)
         finally:
             if writer is not None:
                 writer.close()
+            partial.unlink(missing_ok=True)
             self.close()
 
     def close(self) -> None:

@@ -45,8 +45,11 @@ SUMMARY_MD = "summary.md"
 REPORT_HTML = "report.html"
 VS_BASELINE_PNG = "vs_baseline_histograms.png"
 """With ``--baseline``: its score histogram and the new run's, side by side on one y scale."""
+ITEMS_PARQUET = "items.parquet"
+"""With ``--item-col``: one row per item (SPEC §3.2)."""
 PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
-OUTPUTS = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML, VS_BASELINE_PNG)
+OUTPUTS: tuple[str, ...] = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML, VS_BASELINE_PNG)
+OUTPUTS += (ITEMS_PARQUET,)
 """The files a job writes in its results folder."""
 CLAIM = ".numdiff"
 """In a results folder: the outputs a job wrote there (JSON), and the lock of the job using it."""
