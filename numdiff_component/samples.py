@@ -240,3 +240,23 @@ class ItemTotals:
             f"{k} samples (first: {first!r})"
             for k, (count, first) in sorted(self.short.items())
         )
+
+
+def items_line(aggregates: Mapping[str, float]) -> str:
+    """The item aggregates in one line, each with its 95% interval (SPEC §3.2).
+
+    >>> items_line({"n_items": 2, "mean_at_k": 0.5, "maj_at_k": 0.5, "pass_at_1": 0.25,
+    ...             "agreement": 0.75})
+    'Samples per item: 2 items; mean@k 0.5000 · maj@k 0.5000 · pass@1 0.2500 · agreement 0.7500'
+    """
+    names = ["mean_at_k", "maj_at_k"]
+    names += [name for name in aggregates if name.removeprefix("pass_at_").isdigit()]
+    said = []
+    for name in names:
+        value = aggregates[name]
+        shown = "n/a" if math.isnan(value) else f"{value:.4f}"
+        low, high = (aggregates.get(f"{name}_{b}", math.nan) for b in ("ci_low", "ci_high"))
+        shown += "" if math.isnan(low) or math.isnan(high) else f" [{low:.4f}, {high:.4f}]"
+        said.append(f"{name.replace('_at_', '@')} {shown}")
+    said.append(f"agreement {aggregates['agreement']:.4f}")
+    return f"Samples per item: {int(aggregates['n_items']):,} items; " + " · ".join(said)

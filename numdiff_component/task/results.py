@@ -48,7 +48,14 @@ VS_BASELINE_PNG = "vs_baseline_histograms.png"
 ITEMS_PARQUET = "items.parquet"
 """With ``--item-col``: one row per item (SPEC §3.2)."""
 PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
-OUTPUTS: tuple[str, ...] = (RESULTS_PARQUET, HISTOGRAM_PNG, SCATTER_PNG, SUMMARY_MD, REPORT_HTML, VS_BASELINE_PNG)
+OUTPUTS: tuple[str, ...] = (
+    RESULTS_PARQUET,
+    HISTOGRAM_PNG,
+    SCATTER_PNG,
+    SUMMARY_MD,
+    REPORT_HTML,
+    VS_BASELINE_PNG,
+)
 OUTPUTS += (ITEMS_PARQUET,)
 """The files a job writes in its results folder."""
 CLAIM = ".numdiff"

@@ -12,6 +12,7 @@ import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.report.render import markdown, text
+from numdiff_component.samples import items_line
 from numdiff_component.task.config import Scoring
 from numdiff_component.task.gate import BaselineGate, Gate
 from numdiff_component.task.results import PREFIX
@@ -55,6 +56,8 @@ class Evaluation:
                 f"; mae {got['mae']:.6g}, median absolute error {got['median_abs_error']:.6g}"
             )
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
+        if "n_items" in got:  # samples per item (SPEC §3.2)
+            lines += ["", items_line(got) + "."]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it
             lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]
