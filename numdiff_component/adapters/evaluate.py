@@ -15,8 +15,10 @@ Both adapters read the same options (SPEC §2), validated once into an `Options`
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -27,14 +29,17 @@ from mlflow.models import EvaluationMetric, make_metric
 from pydantic import PrivateAttr, create_model
 
 from numdiff_component.aggregate import aggregate
-from numdiff_component.errors import InputError
-from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
+from numdiff_component.errors import InputError, OptionError
+from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec, sample_ks
+from numdiff_component.samples import ItemTotals, item_table, samples_of
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 from numdiff_component.unit_scoring import UNIT_LABELS
 
 METRIC_NAME = "numeric_diff"
 """The name of the metric and of the scorer (their options in ``evaluator_config``: under
 ``numeric_diff_options``, the metric's parameter)."""
+ITEMS = f"{METRIC_NAME}_items"
+"""The metric's parameter for an item column whose name is not a Python identifier."""
 
 
 # --- the mlflow.models.evaluate metric -----------------------------------------------------------
@@ -60,15 +65,20 @@ def _justification(
     return f"{said}, difference {d:.6g}: score {value:.6g} ({label})"
 
 
-def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValue:
+def metric_value(
+    predictions: Any, targets: Any, options: Options, samples: Samples | None = None
+) -> MetricValue:
     """Score two columns with the vectorised core: per-row scores, justifications, aggregates.
 
     ``aggregate_results`` holds the SPEC §3 aggregates that are numbers (a NaN one, such as
-    ``mae`` when no row has two numbers, is left out). No rows is an `InputError`.
+    ``mae`` when no row has two numbers, is left out), and with ``samples`` (the item of each
+    row, and the k of pass@k) the item aggregates of SPEC §3.2. No rows is an `InputError`.
     """
     _check_not_the_same_column(predictions, targets)
     results = score_columns(_column(predictions), _column(targets), options)
     aggregates = aggregate(results)
+    if samples is not None:  # the same scored rows, grouped by item
+        aggregates |= samples.aggregates(results, options)
     columns: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
     columns += ("output_unit", "expected_unit") if "output_unit" in results else ()
     justifications = [
@@ -79,6 +89,23 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The rows' items (``values``, named ``item_col``) and the k of pass@k (SPEC §3.2)."""
+
+    item_col: str
+    values: Any
+    ks: tuple[int, ...]
+
+    def aggregates(self, results: Mapping[str, Any], options: Options) -> dict[str, float]:
+        """The item aggregates of the scored ``results``, whose rows are the items' samples."""
+        rows = {**results, self.item_col: _column(self.values)}
+        samples = samples_of(rows, self.item_col, options, 0).to_pandas()
+        totals = ItemTotals(self.item_col, self.ks)
+        totals.add(item_table(samples, self.item_col, self.ks, options))
+        return totals.aggregates()
 
 
 def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
@@ -97,7 +124,9 @@ def _column(values: Any) -> Any:
     return values.array if isinstance(values, pd.Series) else values
 
 
-def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
+def make_numeric_diff_metric(
+    *, item_col: str | None = None, k: Any = (1,), **options: Any
+) -> EvaluationMetric:
     """An MLflow ``EvaluationMetric`` named ``numeric_diff`` scoring predictions against targets.
 
     ``options`` are the scoring options of SPEC §2 (`Options`), validated here; a bad one
@@ -111,6 +140,12 @@ def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
     ``numeric_diff/n_unparseable`` (higher ``mean_score`` is better), and its evaluation table
     gets the columns ``numeric_diff/score`` and ``numeric_diff/justification``.
 
+    ``item_col`` names the data's column holding each row's item (SPEC §3.2): the metric then
+    takes that column (a parameter of that name, as MLflow hands columns to a metric) and adds
+    ``numeric_diff/mean_at_k``, ``maj_at_k``, ``pass_at_<k>`` for each ``k``, ``agreement`` and
+    ``n_items``. A column whose name is not a Python identifier is mapped to ``numeric_diff_items``
+    with ``evaluator_config={"col_mapping": {"numeric_diff_items": "<column>"}}``.
+
     >>> metric = make_numeric_diff_metric(threshold=0.9)
     >>> metric.name, metric.greater_is_better
     ('numeric_diff', True)
@@ -119,14 +154,32 @@ def make_numeric_diff_metric(**options: Any) -> EvaluationMetric:
     ([1.0, 0.0], 0.5)
     """
     base = Options.of(None, **options)
+    ks = sample_ks(k)
+    parameter = item_col if item_col is not None and item_col.isidentifier() else ITEMS
+    if parameter in ("predictions", "targets", f"{METRIC_NAME}_options"):
+        raise OptionError(f"item_col {item_col!r} is a name the metric uses; map it to {ITEMS!r}")
 
     def numeric_diff(
         predictions: pd.Series,
         targets: pd.Series,
         numeric_diff_options: Mapping[str, Any] | None = None,
+        values: Any = None,
     ) -> MetricValue:
         opts = Options.of(base, **numeric_diff_options) if numeric_diff_options else base
-        return metric_value(predictions, targets, opts)
+        samples = None if item_col is None else Samples(item_col, values, ks)
+        if samples is not None and values is None:
+            raise InputError(
+                f"no item column {item_col!r} in the data; map it with evaluator_config="
+                f"{{'col_mapping': {{{ITEMS!r}: <column>}}}}"
+            )
+        return metric_value(predictions, targets, opts, samples)
+
+    # MLflow hands a metric, in order, the columns its parameters name: the last one, the
+    # items, is named after their column, and only with item_col.
+    signature = inspect.signature(numeric_diff)
+    *named, last = signature.parameters.values()
+    named += [last.replace(name=parameter)] if item_col is not None else []
+    numeric_diff.__signature__ = signature.replace(parameters=named)  # type: ignore[attr-defined]
 
     return make_metric(
         eval_fn=numeric_diff,
