@@ -48,7 +48,7 @@ from numdiff_component.scoring import (
 )
 from numdiff_component.task.arrow_frames import arrow_frame
 from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig
-from numdiff_component.task.results import write_folder_metadata
+from numdiff_component.task.results import ITEMS_PARQUET, write_folder_metadata
 from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
 try:
@@ -345,6 +345,8 @@ class SparkEngine:
     it does for the pandas engine. On a cluster, the results folder must be one the driver and
     the executors share."""
 
+    groups_items = True  # with --item-col, writes items.parquet itself (`spark_samples`)
+
     def __init__(self, spark: SparkSession | None = None) -> None:
         self.spark = spark
 
@@ -371,6 +373,10 @@ class SparkEngine:
                 # Small row groups: the driver reads them back one at a time, in bounded memory.
                 writer = results.write.mode("overwrite").option("parquet.block.size", ROW_GROUP)
                 writer.parquet(spark_uri(str(partial)))
+            if scoring.item_col is not None:  # SPEC §3.2, grouped by Spark
+                from numdiff_component.engines.spark_samples import write_items
+
+                write_items(results.sparkSession, partial, path.parent / ITEMS_PARQUET, scoring)
             # Part files in name order are the partitions in order: the input's order.
             files = sorted(str(p) for p in partial.glob("part-*.parquet"))
             batches = ds.dataset(files, format="parquet").to_batches(
