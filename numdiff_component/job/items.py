@@ -33,8 +33,15 @@ class ItemSamples:
     """The samples of a job's scored batches, kept on disk by item (`BUCKETS` files, by a hash
     of the item), then grouped bucket by bucket into ``items.parquet`` (`write`)."""
 
-    def __init__(self, item_col: str, ks: tuple[int, ...], options: Options) -> None:
+    def __init__(
+        self,
+        item_col: str,
+        ks: tuple[int, ...],
+        options: Options,
+        one_group_rows: int = ONE_GROUP_ROWS,
+    ) -> None:
         self.item_col, self.ks, self.options = item_col, ks, options
+        self.one_group_rows = one_group_rows
         self.rows = 0
         self._folder = Path(tempfile.mkdtemp(prefix="numdiff-items-"))
         self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
@@ -63,7 +70,7 @@ class ItemSamples:
         for writer in self._writers.values():
             writer.close()
         buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]
-        groups = [buckets] if self.rows <= ONE_GROUP_ROWS else [[b] for b in buckets]
+        groups = [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
         for group in groups:
             tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in group]
             samples = pa.concat_tables(tables).to_pandas()
