@@ -55,7 +55,8 @@ def _item_rows(aggregates: Mapping[str, float], number: Any) -> list[tuple[str, 
     for name in aggregates:
         k = name.removeprefix("pass_at_")
         if k.isdigit():
-            counted = f"{int(aggregates[name + '_n_items']):,} items"
+            n = int(aggregates[name + "_n_items"])
+            counted = f"{n:,} item{'' if n == 1 else 's'}"
             rows.append((f"pass@{k}", number(name), name, f"unbiased estimator, {counted}"))
     rows.append(("agreement", number("agreement"), "", "share of samples in the winning cluster"))
     rows.append(("items", f"{int(aggregates['n_items']):,}", "", ""))
