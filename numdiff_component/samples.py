@@ -86,10 +86,12 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     >>> pass_at_k(np.array([5, 5, 3]), np.array([1, 0, 3]), 2).tolist()
     [0.4, 0.0, 1.0]
     """
-    pairs, where = np.unique(np.stack([n, c]), axis=1, return_inverse=True)
+    n, c = np.asarray(n, dtype=np.int64), np.asarray(c, dtype=np.int64)
+    pairs, where = np.unique(n * (int(n.max(initial=0)) + 1) + c, return_inverse=True)
+    width = int(n.max(initial=0)) + 1
     values = [
-        1 - math.comb(int(ni - ci), k) / math.comb(int(ni), k) if k <= ni else math.nan
-        for ni, ci in pairs.T
+        1 - math.comb(ni - ci, k) / math.comb(ni, k) if k <= ni else math.nan
+        for ni, ci in (divmod(int(pair), width) for pair in pairs)
     ]
     return np.asarray(values, dtype=float)[where.reshape(-1)]
 
@@ -102,7 +104,9 @@ def item_table(
 
     An item whose samples read different expected numbers is an `InputError` naming it.
     """
-    ordered = samples.sort_values("row", kind="stable")
+    rows = samples["row"].to_numpy()
+    in_order = bool(np.all(rows[1:] > rows[:-1]))  # a bucket's samples come in row order
+    ordered = samples if in_order else samples.sort_values("row", kind="stable")
     codes, items = pd.factorize(ordered[item_col], sort=False)
     order = np.argsort(codes, kind="stable")  # each item's samples together, in row order
     code = codes[order]

@@ -29,6 +29,37 @@ ONE_GROUP_ROWS = 1_000_000
 """Up to this many samples are grouped at once, so their items come out in first-row order."""
 
 
+def buckets(items: pa.Array) -> np.ndarray:
+    """Each item's bucket, from 0 to `BUCKETS` - 1: the same for equal items. Text is hashed
+    on its UTF-8 bytes in numpy (no Python object per row), anything else by pandas."""
+    if not (pa.types.is_string(items.type) or pa.types.is_large_string(items.type)):
+        keys = pd.util.hash_array(items.to_numpy(zero_copy_only=False))
+        return (keys % BUCKETS).astype(np.int64)
+    width = np.int64 if pa.types.is_large_string(items.type) else np.int32
+    offsets = np.frombuffer(items.buffers()[1], dtype=width)  # no null: samples_of refuses them
+    offsets = offsets[items.offset : items.offset + len(items) + 1].astype(np.int64)
+    data = np.frombuffer(items.buffers()[2] or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
+    lengths = np.diff(offsets)
+    starts = offsets[:-1] - offsets[0]
+    where = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)
+    weights = _mixed(np.arange(1, int(lengths.max(initial=0)) + 1, dtype=np.uint64))
+    with np.errstate(over="ignore"):  # wrapping arithmetic is the hash
+        terms = (data.astype(np.uint64) + np.uint64(1)) * weights[where]
+        keys = np.zeros(len(lengths), dtype=np.uint64)
+        full = lengths > 0
+        if len(data):
+            keys[full] = np.add.reduceat(terms, starts[full])
+    return (_mixed(keys) % np.uint64(BUCKETS)).astype(np.int64)
+
+
+def _mixed(keys: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every bit of a key moves every bit of the result."""
+    with np.errstate(over="ignore"):
+        keys = (keys ^ (keys >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        keys = (keys ^ (keys >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return keys ^ (keys >> np.uint64(31))
+
+
 class ItemSamples:
     """The samples of a job's scored batches, kept on disk by item (`BUCKETS` files, by a hash
     of the item), then grouped bucket by bucket into ``items.parquet`` (`write`)."""
@@ -53,13 +84,13 @@ class ItemSamples:
         self._schema = self._schema or table.schema
         table = table.cast(self._schema)
         self.rows += table.num_rows
-        keys = pd.util.hash_array(table.column(self.item_col).to_numpy(zero_copy_only=False))
-        bucket = (keys % BUCKETS).astype(np.int64)
+        bucket = buckets(table.column(self.item_col).combine_chunks())
         order = np.argsort(bucket, kind="stable")
         bounds = np.searchsorted(bucket[order], np.arange(BUCKETS + 1))
+        table = table.take(order)  # once; each bucket is then a slice of it
         for b in range(BUCKETS):
             if bounds[b] < bounds[b + 1]:
-                part = table.take(order[bounds[b] : bounds[b + 1]])
+                part = table.slice(bounds[b], bounds[b + 1] - bounds[b])
                 if b not in self._writers:
                     sink = str(self._folder / f"{b}.arrow")
                     self._writers[b] = pa.ipc.new_file(sink, self._schema)
