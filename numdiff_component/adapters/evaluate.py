@@ -144,7 +144,8 @@ def make_numeric_diff_metric(
     takes that column (a parameter of that name, as MLflow hands columns to a metric) and adds
     ``numeric_diff/mean_at_k``, ``maj_at_k``, ``pass_at_<k>`` for each ``k``, ``agreement`` and
     ``n_items``. A column whose name is not a Python identifier is mapped to ``numeric_diff_items``
-    with ``evaluator_config={"col_mapping": {"numeric_diff_items": "<column>"}}``.
+    with ``evaluator_config={"col_mapping": {"numeric_diff_items": "<column>"}}``; ``k`` may
+    be given per call in ``numeric_diff_options`` too (``{"k": "1,5"}``).
 
     >>> metric = make_numeric_diff_metric(threshold=0.9)
     >>> metric.name, metric.greater_is_better
@@ -165,8 +166,10 @@ def make_numeric_diff_metric(
         numeric_diff_options: Mapping[str, Any] | None = None,
         values: Any = None,
     ) -> MetricValue:
-        opts = Options.of(base, **numeric_diff_options) if numeric_diff_options else base
-        samples = None if item_col is None else Samples(item_col, values, ks)
+        given = dict(numeric_diff_options or {})
+        now = sample_ks(given.pop("k")) if "k" in given else ks  # pass@k's k, per call too
+        opts = Options.of(base, **given) if given else base
+        samples = None if item_col is None else Samples(item_col, values, now)
         if samples is not None and values is None:
             raise InputError(
                 f"no item column {item_col!r} in the data; map it with evaluator_config="

@@ -464,8 +464,10 @@ def test_genai_evaluate_on_sqlite_with_the_documented_setting_sends_every_trace(
 def test_models_evaluate_with_items_gives_the_item_metrics(column: str) -> None:
     """SPEC §3.2 through the metric: the same values as the reference of the job's tests."""
     table = items_table().rename(columns={"item": column})
-    metric = make_numeric_diff_metric(item_col=column, k="1,3", preset="answers")
-    mapping = {} if column.isidentifier() else {"col_mapping": {"numeric_diff_items": column}}
+    metric = make_numeric_diff_metric(item_col=column, k="2", preset="answers")
+    mapping: dict[str, Any] = {"numeric_diff_options": {"k": "1,3"}}  # k per call
+    if not column.isidentifier():
+        mapping["col_mapping"] = {"numeric_diff_items": column}
     with mlflow.start_run() as run:
         mlflow.models.evaluate(
             data=table,
