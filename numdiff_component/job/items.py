@@ -70,11 +70,13 @@ class ItemSamples:
         ks: tuple[int, ...],
         options: Options,
         one_group_rows: int = ONE_GROUP_ROWS,
+        beside: Path | None = None,
     ) -> None:
         self.item_col, self.ks, self.options = item_col, ks, options
         self.one_group_rows = one_group_rows
         self.rows = 0
-        self._folder = Path(tempfile.mkdtemp(prefix="numdiff-items-"))
+        # Beside the results (``beside``), not in a temporary folder that may be in memory.
+        self._folder = Path(tempfile.mkdtemp(prefix=".numdiff-items-", dir=beside))
         self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         self._schema: pa.Schema | None = None  # the first batch's: later ones are cast to it
 

@@ -211,7 +211,7 @@ def _score(
     scoring = config.scoring
     items = None  # with --item-col, grouped here unless the engine groups them (SPEC §3.2)
     if scoring.item_col is not None and not getattr(engine, "groups_items", False):
-        items = ItemSamples(scoring.item_col, scoring.k, scoring.options)
+        items = ItemSamples(scoring.item_col, scoring.k, scoring.options, beside=path.parent)
     with (
         closing(engine.score(table, config, path)) as batches,
         closing(items) if items is not None else nullcontext(),

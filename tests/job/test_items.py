@@ -26,7 +26,7 @@ ANSWERS = Options(preset="answers")
 @pytest.mark.parametrize("one_group_rows", [10**6, 0])  # all at once; a bucket at a time
 def test_buckets_equal_the_reference(one_group_rows: int, tmp_path: Path) -> None:
     results = score_frame(items_table(), options=ANSWERS)
-    samples = ItemSamples("item", KS, ANSWERS, one_group_rows=one_group_rows)
+    samples = ItemSamples("item", KS, ANSWERS, one_group_rows=one_group_rows, beside=tmp_path)
     for batch in np.array_split(np.arange(len(results)), 7):
         samples.add(results.iloc[batch])
     samples.write(tmp_path / "items.parquet")
@@ -38,7 +38,8 @@ def test_buckets_equal_the_reference(one_group_rows: int, tmp_path: Path) -> Non
     assert got["mean_at_k"].tolist() == pytest.approx(want["mean_at_k"].tolist(), rel=1e-15)
     totals = item_aggregates(tmp_path / "items.parquet", "item", KS).aggregates()
     assert totals == pytest.approx(reference_aggregates(want, KS), rel=1e-12, nan_ok=True)
-    assert list(tmp_path.iterdir()) == [tmp_path / "items.parquet"]  # no partial file
+    # The bucket files were beside it, and are gone with the partial file.
+    assert list(tmp_path.iterdir()) == [tmp_path / "items.parquet"]
 
 
 def test_job_in_batches_logs_the_item_metrics(tmp_path: Path, tracking_uri: str) -> None:
