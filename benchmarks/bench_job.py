@@ -19,6 +19,12 @@ The sample run (`sample_run_against_floor`): ``numdiff score --quiet`` on the pa
 The groups job (`groups_job`): the same job on a CSV with a third column of ``--by-groups``
 values, with ``--by group`` and without it, timed in turn in one run (issue 31's goal: at most
 1.3x, peak under 512 MiB).
+    python benchmarks/bench_job.py --item-col          # 20,000,000 rows with and without items
+
+With ``--item-col`` (`items_job`), the large job runs on a table whose rows are 5 samples each
+of ``rows / 5`` items (an item's samples ``rows / 5`` rows apart: never together), with
+``--item-col item --k 1,5`` and without it, in turn in one run: SPEC §3.3's cost (goal <= 1.3x,
+peak < 512 MiB).
 """
 
 from __future__ import annotations
@@ -71,6 +77,63 @@ def write_table(path: str | Path, rows: int | str, groups: int | str = 0) -> Non
             if groups:
                 columns["group"] = np.char.add("g", rng.integers(0, groups, n).astype(str))
             w.write_table(pa.table(columns))
+
+
+SAMPLES_PER_ITEM = 5
+
+
+def write_items_table(path: str | Path, rows: int | str) -> None:
+    """Three columns: the item (``q<n>``), an output and the item's expected number, as text;
+    row i is a sample of item i mod (rows / 5)."""
+    rows = int(rows)
+    items = max(1, rows // SAMPLES_PER_ITEM)
+    rng = np.random.default_rng(0)
+    expected = rng.normal(100, 30, items).round(3)
+    schema = pa.schema([("item", pa.string()), ("output", pa.string()), ("expected", pa.string())])
+    with pa_csv.CSVWriter(path, schema) as w:
+        for start in range(0, rows, 1_000_000):
+            item = np.arange(start, min(start + 1_000_000, rows)) % items
+            want = expected[item]
+            output = (want * rng.normal(1, 0.01, len(item))).round(3)
+            w.write_table(
+                pa.table(
+                    {
+                        "item": np.char.add("q", item.astype(str)),
+                        "output": output.astype(str),
+                        "expected": want.astype(str),
+                    }
+                )
+            )
+
+
+def items_job(rows: int, runs: int) -> None:
+    """The large job with ``--item-col item --k 1,5`` against the same job without it, on the
+    same table, run in turn ``runs`` times; medians and peaks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        table = folder / "items.csv"
+        code = "import sys; from bench_job import write_items_table as w; w(*sys.argv[1:])"
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+        subprocess.run([sys.executable, "-c", code, str(table), str(rows)], env=env, check=True)
+        env = tracking_env(folder)
+        job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
+        job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
+        with_items = [*job, "--item-col", "item", "--k", "1,5"]
+        plain, grouped = [], []
+        for _ in range(runs):
+            plain.append(timed(job, env))
+            grouped.append(timed(with_items, env))
+        n_items = pq.ParquetFile(folder / "res" / "items.parquet").metadata.num_rows
+    plain_wall = statistics.median(wall for wall, _ in plain)
+    items_wall = statistics.median(wall for wall, _ in grouped)
+    plain_peak, items_peak = max(p for _, p in plain), max(p for _, p in grouped)
+    print(f"items job: {rows:,} rows, {n_items:,} items of {SAMPLES_PER_ITEM} samples")
+    print(f"  numdiff score               {plain_wall:6.1f} s  peak {plain_peak:5.0f} MiB")
+    print(f"  with --item-col item --k 1,5 {items_wall:5.1f} s  peak {items_peak:5.0f} MiB")
+    print(
+        f"  ratio                       {items_wall / plain_wall:6.2f}x (goal <= 1.3x; < 512 MiB)"
+    )
+    print(f"  each run (s): without {_rounded(plain)}, with {_rounded(grouped)}")
 
 
 def waited(process: subprocess.Popen[bytes]) -> tuple[int, resource.struct_rusage]:
@@ -180,12 +243,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, help="runs of each (default 3; sample run 5)")
     parser.add_argument("--sample-run", action="store_true", help="only the sample run")
     parser.add_argument("--by-groups", type=int, help="only the groups job, with this many")
+    parser.add_argument(
+        "--item-col", action="store_true", help="only the large job with and without --item-col"
+    )
     args = parser.parse_args()
     # SIGTERM (a timeout, a killed job) ends like Ctrl-C: the temporary folders, gigabytes on
     # 20,000,000 rows, are removed on the way out.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.by_groups:
         groups_job(args.rows, args.runs or 3, args.by_groups)
+        return
+    if args.item_col:
+        items_job(args.rows, args.runs or 3)
         return
     if not args.sample_run:
         large_job(args.rows, args.runs or 3)

@@ -368,3 +368,23 @@ SCHEMA: tuple[OptionSpec, ...] = tuple(
 """Every option, in declaration order."""
 
 OPTION_NAMES = tuple(spec.name for spec in SCHEMA)
+
+
+def sample_ks(value: object) -> tuple[int, ...]:
+    """The ``k`` of pass@k (SPEC §3.3): integers >= 1, from ``"1,5,10"`` or a list; each once,
+    in the order given. Anything else is an `OptionError`.
+
+    >>> sample_ks("1, 5,10"), sample_ks([1, 5, 5])
+    ((1, 5, 10), (1, 5))
+    """
+    items = _items("k", value) if not isinstance(value, int) else [value]
+    ks: list[int] = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else item
+        number = int(text) if isinstance(text, str) and text.isascii() and text.isdigit() else text
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise OptionError(f"k must be integers >= 1 separated by commas, got {value!r}")
+        ks.append(number)
+    if not ks:
+        raise OptionError(f"k must be integers >= 1 separated by commas, got {value!r}")
+    return tuple(dict.fromkeys(ks))

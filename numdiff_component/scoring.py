@@ -106,6 +106,26 @@ def score(
     return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
 
 
+def pair_scores(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """SPEC §2's score of the numbers ``a`` against ``b``, elementwise (numpy broadcasting),
+    and their distances ``d``: 0.0 where a side is NaN (no number), as the vote (§3.3) needs.
+
+    >>> [s.tolist() for s in pair_scores(np.array([3.0, np.nan]), np.array([4.0, 1.0]), 1.0)]
+    [[0.75, 0.0], [1.0, nan]]
+    """
+    with np.errstate(all="ignore"):
+        d = np.abs(a - b)  # NaN exactly where a side has no number
+        scores = np.maximum(np.abs(a), np.abs(b))
+        np.maximum(scores, floor, out=scores)
+        np.divide(d, scores, out=scores)
+        np.subtract(1.0, scores, out=scores)
+    # Not finite is NaN (no number; 0/0) or -inf (d overflowed): fmax makes both 0, then clamp.
+    np.fmax(scores, 0.0, out=scores)
+    np.minimum(scores, 1.0, out=scores)
+    scores[d == 0] = 1.0  # equal numbers score 1, also 0 against 0 with floor 0 (0/0 above)
+    return scores, d
+
+
 def _score_columns(
     a: np.ndarray, b: np.ndarray, options: Options
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -113,16 +133,7 @@ def _score_columns(
 
     ``a`` and ``b`` are `parse_column`'s: each value finite, or NaN for no number.
     """
-    with np.errstate(all="ignore"):
-        d = np.abs(a - b)  # NaN exactly where a side has no number
-        scores = np.maximum(np.abs(a), np.abs(b))
-        np.maximum(scores, options.floor, out=scores)
-        np.divide(d, scores, out=scores)
-        np.subtract(1.0, scores, out=scores)
-    # Not finite is NaN (no number; 0/0) or -inf (d overflowed): fmax makes both 0, then clamp.
-    np.fmax(scores, 0.0, out=scores)
-    np.minimum(scores, 1.0, out=scores)
-    scores[d == 0] = 1.0  # equal numbers score 1, also 0 against 0 with floor 0 (0/0 above)
+    scores, d = pair_scores(a, b, options.floor)
     parsed = ~np.isnan(d)
     passed = parsed & (scores >= options.threshold)
     codes = passed.astype(np.int8)

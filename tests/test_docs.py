@@ -367,6 +367,7 @@ def test_the_rule_reader() -> None:
         "aggregate",
         "hints",
         "intervals",
+        "samples",
     }
     assert groups()["core"] == core
     assert groups()["engines"] >= {"engines.pandas_engine", "engines.spark"}

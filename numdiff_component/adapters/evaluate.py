@@ -29,7 +29,8 @@ from pydantic import PrivateAttr, create_model
 
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError, OptionError
-from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
+from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec, sample_ks
+from numdiff_component.samples import ItemTotals, item_table, samples_of
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 from numdiff_component.slices.groups import GroupTotals, by_columns, group_metrics
 from numdiff_component.slices.thresholds import row_passes
@@ -41,8 +42,6 @@ _FIXED = ("predictions", "targets", "numeric_diff_options", "metrics")
 METRIC_NAME = "numeric_diff"
 """The name of the metric and of the scorer (their options in ``evaluator_config``: under
 ``numeric_diff_options``, the metric's parameter)."""
-
-
 # --- the mlflow.models.evaluate metric -----------------------------------------------------------
 
 
@@ -73,13 +72,16 @@ def metric_value(
     columns: Mapping[str, Any] | None = None,
     by: Sequence[str] = (),
     threshold_col: str | None = None,
+    item_col: str | None = None,
+    ks: Sequence[int] = (1,),
 ) -> MetricValue:
     """Score two columns with the vectorised core: per-row scores, justifications, aggregates.
 
     ``aggregate_results`` holds the SPEC §3 aggregates that are numbers (a NaN one, such as
     ``mae`` when no row has two numbers, is left out). No rows is an `InputError`. With
     ``by`` and ``threshold_col`` (names of ``columns``), each row is held to its own threshold
-    and the groups' metrics (SPEC §3.1) are added under ``by/<column>/<value>/<metric>``.
+    and the groups' metrics (SPEC §3.1) are added under ``by/<column>/<value>/<metric>``;
+    with ``item_col`` (a name of ``columns``), the item aggregates of SPEC §3.3 for ``ks``.
     """
     _check_not_the_same_column(predictions, targets)
     results = score_columns(_column(predictions), _column(targets), options)
@@ -92,6 +94,8 @@ def metric_value(
         groups = GroupTotals(by)
         groups.add({**results, **{name: given[name] for name in by}})
         aggregates |= group_metrics(groups.table())
+    if item_col is not None:  # the same scored rows, grouped by item
+        aggregates |= _item_aggregates(results, item_col, given[item_col], ks, options)
     shown: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
     shown += ("output_unit", "expected_unit") if "output_unit" in results else ()
     justifications = [
@@ -102,6 +106,17 @@ def metric_value(
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
+
+
+def _item_aggregates(
+    results: Mapping[str, Any], item_col: str, items: Any, ks: Sequence[int], options: Options
+) -> dict[str, float]:
+    """The item aggregates (SPEC §3.3) of the scored ``results``, whose rows are samples of
+    the ``items``."""
+    samples = samples_of({**results, item_col: items}, item_col, options, 0).to_pandas()
+    totals = ItemTotals(item_col, tuple(ks))
+    totals.add(item_table(samples, item_col, tuple(ks), options))
+    return totals.aggregates()
 
 
 def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
@@ -121,7 +136,12 @@ def _column(values: Any) -> Any:
 
 
 def make_numeric_diff_metric(
-    *, by: str | Sequence[str] = (), threshold_col: str | None = None, **options: Any
+    *,
+    by: str | Sequence[str] = (),
+    threshold_col: str | None = None,
+    item_col: str | None = None,
+    k: Any = (1,),
+    **options: Any,
 ) -> EvaluationMetric:
     """An MLflow ``EvaluationMetric`` named ``numeric_diff`` scoring predictions against targets.
 
@@ -140,6 +160,11 @@ def make_numeric_diff_metric(
     ``numeric_diff/n_unparseable`` (higher ``mean_score`` is better), and its evaluation table
     gets the columns ``numeric_diff/score`` and ``numeric_diff/justification``.
 
+    ``item_col`` names the data's column holding each row's item (SPEC §3.3), a Python name as
+    ``by``'s: the metric adds ``numeric_diff/mean_at_k``, ``maj_at_k``, ``pass_at_<k>`` for each
+    ``k``, ``agreement`` and ``n_items``; ``k`` may be given per call in ``numeric_diff_options``
+    too (``{"k": "1,5"}``).
+
     >>> metric = make_numeric_diff_metric(threshold=0.9)
     >>> metric.name, metric.greater_is_better
     ('numeric_diff', True)
@@ -148,8 +173,9 @@ def make_numeric_diff_metric(
     ([1.0, 0.0], 0.5)
     """
     base = Options.of(None, **options)
+    ks = sample_ks(k)
     groups = by_columns(by)
-    names = tuple(dict.fromkeys([*groups, *([threshold_col] if threshold_col else [])]))
+    names = tuple(dict.fromkeys([*groups, *(c for c in (threshold_col, item_col) if c)]))
     for name in names:
         if not name.isidentifier() or name in _FIXED:
             raise OptionError(
@@ -163,12 +189,17 @@ def make_numeric_diff_metric(
         targets: pd.Series,
         *values: Any,
         numeric_diff_options: Mapping[str, Any] | None = None,
+        values: Any = None,
     ) -> MetricValue:
         if len(values) > len(names):  # MLflow passes every parameter by position
             *values, numeric_diff_options = values  # type: ignore[assignment]
-        opts = Options.of(base, **numeric_diff_options) if numeric_diff_options else base
+        given = dict(numeric_diff_options or {})
+        now = sample_ks(given.pop("k")) if "k" in given else ks  # pass@k's k, per call too
+        opts = Options.of(base, **given) if given else base
         columns = dict(zip(names, values, strict=True))
-        return metric_value(predictions, targets, opts, columns, groups, threshold_col)
+        return metric_value(
+            predictions, targets, opts, columns, groups, threshold_col, item_col or None, now
+        )
 
     parameters = [
         inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)

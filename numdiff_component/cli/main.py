@@ -101,6 +101,21 @@ def cli() -> None:
     metavar="COL",
     help="Column holding each row's threshold (a number in [0, 1]; empty: --threshold).",
 )
+@click.option(
+    "--item-col",
+    default="",
+    metavar="COL",
+    help="Column naming the item each row is a sample of: per item mean@k, the vote maj@k, "
+    "pass@k and agreement (SPEC §3.3), written to items.parquet.",
+)
+@click.option(
+    "--k",
+    "k",
+    default="1",
+    show_default=True,
+    metavar="K,K,...",
+    help="The k of pass@k with --item-col, comma-separated: 1,5,10.",
+)
 @scoring_options
 @click.option(
     "--format",
@@ -157,6 +172,8 @@ def score(
     id_col: str,
     by: tuple[str, ...],
     threshold_col: str,
+    item_col: str,
+    k: str,
     options: Options,
     fmt: str | None,
     experiment_name: str | None,
@@ -199,6 +216,8 @@ def score(
             id_col=id_col or None,
             by=by_columns(by),
             threshold_col=threshold_col or None,
+            item_col=item_col or None,
+            k=k,  # type: ignore[arg-type]  # a text: Scoring reads it (sample_ks)
         ),
         format=fmt,
         results_dir=results_dir,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,12 +41,31 @@ def summary_lines(
     if threshold_col:  # SPEC §3.2
         held = f"score >= each row's threshold ({threshold_col}; empty: {threshold:g})"
         rows[1] = (*rows[1][:3], held)
+    if "n_items" in aggregates:  # samples per item (SPEC §3.3)
+        rows += _item_rows(aggregates, number)
     lines = [f"  {'':<12} {'value':>10}  95% interval"]
     for name, value, of, note in rows:
         bounds = interval(aggregates, of) if of else None
         shown = "" if bounds is None else f"[{bounds[0]:.4f}, {bounds[1]:.4f}]"
         lines.append(f"  {name:<12} {value:>10}  {shown:<16}  {note}".rstrip())
     return lines
+
+
+def _item_rows(aggregates: Mapping[str, float], number: Any) -> list[tuple[str, str, str, str]]:
+    """The item aggregates' rows: mean@k, maj@k, each pass@k, agreement, items."""
+    rows = [
+        ("mean@k", number("mean_at_k"), "mean_at_k", "mean score of an item's samples"),
+        ("maj@k", number("maj_at_k"), "maj_at_k", "items whose vote passed"),
+    ]
+    for name in aggregates:
+        k = name.removeprefix("pass_at_")
+        if k.isdigit():
+            n = int(aggregates[name + "_n_items"])
+            counted = f"{n:,} item{'' if n == 1 else 's'}"
+            rows.append((f"pass@{k}", number(name), name, f"unbiased estimator, {counted}"))
+    rows.append(("agreement", number("agreement"), "", "share of samples in the winning cluster"))
+    rows.append(("items", f"{int(aggregates['n_items']):,}", "", ""))
+    return rows
 
 
 class Progress:

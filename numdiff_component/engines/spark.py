@@ -50,7 +50,7 @@ from numdiff_component.scoring import (
 from numdiff_component.slices.groups import check_slices
 from numdiff_component.task.arrow_frames import arrow_frame
 from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig
-from numdiff_component.task.results import write_folder_metadata
+from numdiff_component.task.results import ITEMS_PARQUET, write_folder_metadata
 from numdiff_component.unit_scoring import UNIT_LABELS, UNIT_MISMATCH, UNIT_MISSING
 
 try:
@@ -354,6 +354,8 @@ class SparkEngine(spark_groups.SparkGroups):
     it does for the pandas engine. On a cluster, the results folder must be one the driver and
     the executors share."""
 
+    groups_items = True  # with --item-col, writes items.parquet itself (`spark_samples`)
+
     def __init__(self, spark: SparkSession | None = None) -> None:
         self.spark = spark
 
@@ -380,6 +382,10 @@ class SparkEngine(spark_groups.SparkGroups):
                 # Small row groups: the driver reads them back one at a time, in bounded memory.
                 writer = results.write.mode("overwrite").option("parquet.block.size", ROW_GROUP)
                 writer.parquet(spark_uri(str(partial)))
+            if scoring.item_col is not None:  # SPEC §3.3, grouped by Spark
+                from numdiff_component.engines.spark_samples import write_items
+
+                write_items(results.sparkSession, partial, path.parent / ITEMS_PARQUET, scoring)
             # Part files in name order are the partitions in order: the input's order.
             files = sorted(str(p) for p in partial.glob("part-*.parquet"))
             batches = ds.dataset(files, format="parquet").to_batches(

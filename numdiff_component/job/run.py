@@ -31,6 +31,7 @@ from numdiff_component.errors import InputError, TrackingError, check_stopped
 from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
 from numdiff_component.job.baseline import against_baseline
+from numdiff_component.job.items import ItemSamples, item_aggregates
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
 from numdiff_component.slices.groups import GroupTotals
@@ -39,6 +40,7 @@ from numdiff_component.task.config import Engine, JobConfig, Source
 from numdiff_component.task.gate import Gate
 from numdiff_component.task.results import (
     GROUPS_PARQUET,
+    ITEMS_PARQUET,
     PREFIX,
     RESULTS_PARQUET,
     VS_BASELINE_PNG,
@@ -148,8 +150,10 @@ def _collect(
     config: JobConfig,
     source: str,
     progress: Callable[[int], None] | None,
+    items: ItemSamples | None = None,
 ) -> _Collected:
-    """Add up the result batches: totals, the first input rows, the rows to log, the report."""
+    """Add up the result batches: totals, the first input rows, the rows to log, the report,
+    and the samples per item (``--item-col``)."""
     totals, first = Totals(), None
     scoring = config.scoring
     errors = AbsErrors(scoring.id_col)
@@ -169,6 +173,8 @@ def _collect(
         if report is not None:
             report.add(results)
         hint.add(results)
+        if items is not None:
+            items.add(results)
         totals += Totals.of(results)
         errors.add(results)
         if groups is not None:
@@ -209,8 +215,18 @@ def _score(
     progress: Callable[[int], None] | None,
 ) -> _Collected:
     # Closed on the way out, so that an engine cleans up its files at once.
-    with closing(engine.score(table, config, path)) as batches:
-        return _collect(batches, config, table.source, progress)
+    scoring = config.scoring
+    items = None  # with --item-col, grouped here unless the engine groups them (SPEC §3.3)
+    if scoring.item_col is not None and not getattr(engine, "groups_items", False):
+        items = ItemSamples(scoring.item_col, scoring.k, scoring.options, beside=path.parent)
+    with (
+        closing(engine.score(table, config, path)) as batches,
+        closing(items) if items is not None else nullcontext(),
+    ):
+        collected = _collect(batches, config, table.source, progress, items)
+        if items is not None:
+            items.write(path.parent / ITEMS_PARQUET)
+        return collected
 
 
 def _write_report(
@@ -307,6 +323,11 @@ def _run(
     aggregates = collected.totals.aggregates(collected.errors.median())
     source = absolute(table.source)
     notes = collected.notes()
+    items_file = path.parent / ITEMS_PARQUET
+    if config.scoring.item_col is not None:  # SPEC §3.3: the items' aggregates and notes
+        item_totals = item_aggregates(items_file, config.scoring.item_col, config.scoring.k)
+        aggregates |= item_totals.aggregates()
+        notes += item_totals.notes()
     # Said where the value is shown: terminal, reports, run.
     mae_note = collected.errors.note(aggregates["mae"])
     notes += () if mae_note is None else (mae_note,)
@@ -327,6 +348,8 @@ def _run(
         if config.track:
             import_mlflow()
         reports = _write_report(report, path, aggregates, source, notes)
+    if config.scoring.item_col is not None:
+        reports.append(items_file)
     if vs_baseline is not None and config.plots:
         plot = path.parent / VS_BASELINE_PNG
         plot.write_bytes(vs_baseline.histograms(_title(config, source)))

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from numdiff_component.options import Options
+from numdiff_component.options import Options, sample_ks
 
 DEFAULT_BATCH_ROWS = 200_000
 """Rows read, scored and written at a time: a few batches alive bound the memory."""
@@ -48,6 +48,11 @@ class Scoring:
     id_col: str | None = None
     by: tuple[str, ...] = ()  # SPEC §3.1: the columns whose values cut the rows into groups
     threshold_col: str | None = None  # SPEC §3.2: the column of each row's threshold
+    item_col: str | None = None  # the rows of one value are samples of one item (SPEC §3.3)
+    k: tuple[int, ...] = (1,)  # the k of pass@k
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", sample_ks(self.k))
 
     def params(self) -> dict[str, str]:
         """As run params (and a results file's metadata), keyed by the MLproject's parameter
@@ -63,6 +68,8 @@ class Scoring:
             "id_col": self.id_col,
             "by": ",".join(self.by),
             "threshold_col": self.threshold_col,
+            "item_col": self.item_col,
+            "k": ",".join(map(str, self.k)),
         }
         return {name: param_value(value) for name, value in values.items()}
 

@@ -51,6 +51,8 @@ GROUPS_JSON = "groups.json"
 """With ``--by``: the groups as the table MLflow's UI shows."""
 GROUPS_PNG = "group_pass_rates.png"
 """With ``--by``: pass rate per group with its interval."""
+ITEMS_PARQUET = "items.parquet"
+"""With ``--item-col``: one row per item (SPEC §3.3)."""
 PLOTS = (HISTOGRAM_PNG, SCATTER_PNG)
 OUTPUTS = (
     RESULTS_PARQUET,
@@ -61,6 +63,7 @@ OUTPUTS = (
     VS_BASELINE_PNG,
     GROUPS_PARQUET,
     GROUPS_PNG,
+    ITEMS_PARQUET,
 )
 """The files a job writes in its results folder."""
 CLAIM = ".numdiff"

@@ -14,6 +14,7 @@ from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.report.render import markdown, text
 from numdiff_component.slices.groups import group_metrics
 from numdiff_component.slices.groups import summary_lines as group_lines
+from numdiff_component.samples import items_line
 from numdiff_component.task.config import Scoring
 from numdiff_component.task.gate import BaselineGate, Gate
 from numdiff_component.task.results import PREFIX
@@ -60,6 +61,8 @@ class Evaluation:
         lines = [f"**Numeric diff**: {summary}.", "", f"Input: {_inert(self.source)}"]
         if self.groups is not None:
             lines += [line for by in group_lines(self.groups) for line in ("", _inert(by))]
+        if "n_items" in got:  # samples per item (SPEC §3.3)
+            lines += ["", items_line(got) + "."]
         lines += [line for note in self.notes for line in ("", f"Note: {_inert(note)}.")]
         if self.gate is not None:  # as the terminal says it
             lines += ["", f"Gate {self.gate.outcome}: {self.gate.message}."]

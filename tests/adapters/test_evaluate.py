@@ -29,6 +29,7 @@ from numdiff_component import (
     score_frame,
 )
 from tests.fixtures.commands import invoke
+from tests.fixtures.samples import items_table, reference_aggregates, reference_items
 from tests.fixtures.tables import write_table
 
 TEXT_TABLE = pd.DataFrame(
@@ -456,3 +457,30 @@ def test_genai_evaluate_on_sqlite_with_the_documented_setting_sends_every_trace(
     assert failures == []
     assert result.metrics["numeric_diff/passed/mean"] == 1.0
     assert len(mlflow.search_traces(run_id=result.run_id, return_type="list")) == 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("column", ["item", "question id"])  # a name, or one mapped to the metric
+def test_models_evaluate_with_items_gives_the_item_metrics(column: str) -> None:
+    """SPEC §3.3 through the metric: the same values as the reference of the job's tests."""
+    table = items_table().rename(columns={"item": column})
+    parameter = column if column.isidentifier() else "question_id"
+    metric = make_numeric_diff_metric(item_col=parameter, k="2", preset="answers")
+    mapping: dict[str, Any] = {"numeric_diff_options": {"k": "1,3"}}  # k per call
+    if not column.isidentifier():
+        mapping["col_mapping"] = {parameter: column}
+    with mlflow.start_run() as run:
+        mlflow.models.evaluate(
+            data=table,
+            predictions="output",
+            targets="expected",
+            model_type=None,
+            extra_metrics=[metric],
+            evaluator_config=mapping,
+        )
+    results = score_frame(table.rename(columns={column: "item"}), preset="answers")
+    want = reference_aggregates(reference_items(results, (1, 3)), (1, 3))
+    want = {f"numeric_diff/{k}": v for k, v in want.items() if not math.isnan(v)}
+    got = _run_metrics(run.info.run_id)
+    assert {k: v for k, v in got.items() if k in want} == pytest.approx(want, rel=1e-12)
+    assert set(want) <= set(got)

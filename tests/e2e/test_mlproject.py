@@ -22,6 +22,7 @@ from numdiff_component.cli.main import score
 from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
 from tests.fixtures.commands import invoke, one_line_error
+from tests.fixtures.samples import items_table, reference_aggregates, reference_items
 
 ROOT = Path(__file__).resolve().parents[2]
 MLPROJECT = yaml.safe_load((ROOT / "MLproject").read_text())
@@ -41,6 +42,8 @@ NOT_OPTIONS = {
     "run_name",
     "baseline",
     "fail_if_worse",
+    "item_col",
+    "k",
 }
 
 
@@ -449,3 +452,30 @@ def test_mlflow_run_with_groups_and_row_thresholds_logs_what_the_cli_logs(
     assert len(pd.read_json(os.path.join(folder, "groups.json"), orient="split")) == len(
         pd.read_parquet(os.path.join(folder, "groups.parquet"))
     )
+
+
+def test_mlflow_run_with_items_logs_the_item_metrics(
+    tracking_uri: str, tmp_path: Path, mlflow_project: Path
+) -> None:
+    """``-P item_col=item -P k=1,5``: the item metrics of SPEC §3.3, as the reference gives them,
+    and ``items.parquet`` among the run's artifacts."""
+    from numdiff_component import score_frame
+
+    table = items_table()
+    table.to_csv(tmp_path / "samples.csv", index=False)
+    run_id = _project_run(
+        f"predictions={tmp_path / 'samples.csv'}",
+        "preset=answers",
+        "item_col=item",
+        "k=1,5",
+        project=mlflow_project,
+    )
+    assert run_id is not None
+    results = score_frame(table, preset="answers")
+    want = reference_aggregates(reference_items(results, (1, 5)), (1, 5))
+    want = {f"numeric_diff/{k}": v for k, v in want.items() if not math.isnan(v)}
+    metrics = MlflowClient().get_run(run_id).data.metrics
+    assert {k: v for k, v in metrics.items() if k in want} == pytest.approx(want, rel=1e-12)
+    assert set(want) <= set(metrics)
+    folder = MlflowClient().download_artifacts(run_id, "numeric_diff")
+    assert len(pd.read_parquet(os.path.join(folder, "items.parquet"))) == table["item"].nunique()

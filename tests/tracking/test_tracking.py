@@ -54,7 +54,7 @@ def test_params_are_the_options_and_columns_named_as_the_mlproject_names_them(
 ) -> None:
     evaluation, _ = _evaluation(tmp_path, id_col=None, engine="spark")
     got = params(evaluation)
-    columns = {"output_col", "expected_col", "id_col", "by", "threshold_col"}
+    columns = {"output_col", "expected_col", "id_col", "by", "threshold_col", "item_col", "k"}
     assert set(got) == {*OPTION_NAMES, *columns, "predictions"}
     assert {name: got[name] for name in _SOME} == {
         "threshold": "0.9",

@@ -1,0 +1,146 @@
+"""The job's samples per item (SPEC §3.3), in bounded memory: kept on disk by item, then
+grouped a bucket at a time into ``items.parquet``, and read back into the run's aggregates.
+
+A job scores batch by batch and an item's samples may be anywhere in the table. `ItemSamples`
+keeps what the vote needs of each row (`numdiff_component.samples.samples_of`: a few numbers)
+in `BUCKETS` Arrow files by a hash of the item, so each bucket holds whole items and is grouped
+on its own by `numdiff_component.samples.item_table`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from numdiff_component.options import Options
+from numdiff_component.samples import ItemTotals, item_table, samples_of
+
+BUCKETS = 32
+"""Bucket files the samples are spread over by their item's hash: each is grouped alone."""
+ONE_GROUP_ROWS = 1_000_000
+"""Up to this many samples are grouped at once, so their items come out in first-row order."""
+
+
+def buckets(items: pa.Array) -> np.ndarray:
+    """Each item's bucket, from 0 to `BUCKETS` - 1: the same for equal items. Text is hashed
+    on its UTF-8 bytes in numpy (no Python object per row), anything else by pandas."""
+    if not (pa.types.is_string(items.type) or pa.types.is_large_string(items.type)):
+        keys = pd.util.hash_array(items.to_numpy(zero_copy_only=False))
+        return (keys % BUCKETS).astype(np.int64)
+    width = np.int64 if pa.types.is_large_string(items.type) else np.int32
+    offsets = np.frombuffer(items.buffers()[1], dtype=width)  # no null: samples_of refuses them
+    offsets = offsets[items.offset : items.offset + len(items) + 1].astype(np.int64)
+    data = np.frombuffer(items.buffers()[2] or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
+    lengths = np.diff(offsets)
+    starts = offsets[:-1] - offsets[0]
+    where = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)
+    weights = _mixed(np.arange(1, int(lengths.max(initial=0)) + 1, dtype=np.uint64))
+    with np.errstate(over="ignore"):  # wrapping arithmetic is the hash
+        terms = (data.astype(np.uint64) + np.uint64(1)) * weights[where]
+        keys = np.zeros(len(lengths), dtype=np.uint64)
+        full = lengths > 0
+        if len(data):
+            keys[full] = np.add.reduceat(terms, starts[full])
+    return (_mixed(keys) % np.uint64(BUCKETS)).astype(np.int64)
+
+
+def _mixed(keys: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every bit of a key moves every bit of the result."""
+    with np.errstate(over="ignore"):
+        keys = (keys ^ (keys >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        keys = (keys ^ (keys >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return keys ^ (keys >> np.uint64(31))
+
+
+class ItemSamples:
+    """The samples of a job's scored batches, kept on disk by item (`BUCKETS` files, by a hash
+    of the item), then grouped bucket by bucket into ``items.parquet`` (`write`)."""
+
+    def __init__(
+        self,
+        item_col: str,
+        ks: tuple[int, ...],
+        options: Options,
+        one_group_rows: int = ONE_GROUP_ROWS,
+        beside: Path | None = None,
+    ) -> None:
+        self.item_col, self.ks, self.options = item_col, ks, options
+        self.one_group_rows = one_group_rows
+        self.rows = 0
+        # Beside the results (``beside``), not in a temporary folder that may be in memory.
+        self._folder = Path(tempfile.mkdtemp(prefix=".numdiff-items-", dir=beside))
+        self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+        self._schema: pa.Schema | None = None  # the first batch's: later ones are cast to it
+
+    def add(self, results: Mapping[str, Any]) -> None:
+        """Keep the samples of a batch of results (the item column and the result columns)."""
+        table = samples_of(results, self.item_col, self.options, self.rows)
+        self._schema = self._schema or table.schema
+        table = table.cast(self._schema)
+        self.rows += table.num_rows
+        bucket = buckets(table.column(self.item_col).combine_chunks())
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(BUCKETS + 1))
+        table = table.take(order)  # once; each bucket is then a slice of it
+        for b in range(BUCKETS):
+            if bounds[b] < bounds[b + 1]:
+                part = table.slice(bounds[b], bounds[b + 1] - bounds[b])
+                if b not in self._writers:
+                    sink = str(self._folder / f"{b}.arrow")
+                    self._writers[b] = pa.ipc.new_file(sink, self._schema)
+                self._writers[b].write_table(part)
+
+    def items(self) -> Iterator[pd.DataFrame]:
+        """The items, a bucket at a time (all at once, in first-row order, when few)."""
+        for writer in self._writers.values():
+            writer.close()
+        buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]
+        groups = [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
+        for group in groups:
+            tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in group]
+            samples = pa.concat_tables(tables).to_pandas()
+            yield item_table(samples, self.item_col, self.ks, self.options)
+
+    def write(self, path: Path) -> None:
+        """Group the samples into ``path`` (Parquet, one row per item), written under a hidden
+        name and renamed once complete; the buckets go."""
+        partial = path.with_name(f".{path.name}.partial")
+        writer = None
+        try:
+            for frame in self.items():
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                writer = writer or pq.ParquetWriter(partial, table.schema)
+                writer.write_table(table.cast(writer.schema))
+            if writer is not None:
+                writer.close()
+                writer = None
+                partial.replace(path)
+        finally:
+            if writer is not None:
+                writer.close()
+            partial.unlink(missing_ok=True)
+            self.close()
+
+    def close(self) -> None:
+        """Remove the bucket files."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def item_aggregates(path: Path, item_col: str, ks: tuple[int, ...]) -> ItemTotals:
+    """The item aggregates of an ``items.parquet`` file, read a row group at a time."""
+    totals = ItemTotals(item_col, ks)
+    file = pq.ParquetFile(path)
+    for group in range(file.num_row_groups):
+        totals.add(file.read_row_group(group).to_pandas())
+    return totals
