@@ -246,6 +246,19 @@ class ItemTotals:
         )
 
 
+def rows_item_aggregates(
+    results: Mapping[str, Any], item_col: str, ks: Iterable[int], options: Options
+) -> dict[str, float]:
+    """The item aggregates of scored ``results`` held in memory, whose column ``item_col``
+    names each row's item (the evaluate metric's case; the job groups on disk, `job.items`)."""
+    ks = tuple(ks)
+    totals = ItemTotals(item_col, ks)
+    totals.add(
+        item_table(samples_of(results, item_col, options, 0).to_pandas(), item_col, ks, options)
+    )
+    return totals.aggregates()
+
+
 def items_line(aggregates: Mapping[str, float]) -> str:
     """The item aggregates in one line, each with its 95% interval (SPEC §3.3).
 

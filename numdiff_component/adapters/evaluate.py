@@ -30,14 +30,14 @@ from pydantic import PrivateAttr, create_model
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError, OptionError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec, sample_ks
-from numdiff_component.samples import ItemTotals, item_table, samples_of
+from numdiff_component.samples import rows_item_aggregates
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 from numdiff_component.slices.groups import GroupTotals, by_columns, group_metrics
 from numdiff_component.slices.thresholds import row_passes
 from numdiff_component.unit_scoring import UNIT_LABELS
 
 _FIXED = ("predictions", "targets", "numeric_diff_options", "metrics")
-"""Parameter names MLflow reads otherwise: no column of ``by`` may take them."""
+"""Parameter names MLflow reads otherwise: no column the metric takes may have them."""
 
 METRIC_NAME = "numeric_diff"
 """The name of the metric and of the scorer (their options in ``evaluator_config``: under
@@ -95,7 +95,9 @@ def metric_value(
         groups.add({**results, **{name: given[name] for name in by}})
         aggregates |= group_metrics(groups.table())
     if item_col is not None:  # the same scored rows, grouped by item
-        aggregates |= _item_aggregates(results, item_col, given[item_col], ks, options)
+        aggregates |= rows_item_aggregates(
+            {**results, item_col: given[item_col]}, item_col, ks, options
+        )
     shown: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
     shown += ("output_unit", "expected_unit") if "output_unit" in results else ()
     justifications = [
@@ -106,17 +108,6 @@ def metric_value(
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
-
-
-def _item_aggregates(
-    results: Mapping[str, Any], item_col: str, items: Any, ks: Sequence[int], options: Options
-) -> dict[str, float]:
-    """The item aggregates (SPEC §3.3) of the scored ``results``, whose rows are samples of
-    the ``items``."""
-    samples = samples_of({**results, item_col: items}, item_col, options, 0).to_pandas()
-    totals = ItemTotals(item_col, tuple(ks))
-    totals.add(item_table(samples, item_col, tuple(ks), options))
-    return totals.aggregates()
 
 
 def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
@@ -146,10 +137,11 @@ def make_numeric_diff_metric(
     """An MLflow ``EvaluationMetric`` named ``numeric_diff`` scoring predictions against targets.
 
     ``options`` are the scoring options of SPEC §2 (`Options`), validated here; a bad one
-    raises `OptionError`. ``by`` (columns of the evaluation data) adds each group's metrics,
-    ``numeric_diff/by/<column>/<value>/<metric>`` (SPEC §3.1); ``threshold_col`` holds each
-    row to its own threshold (SPEC §3.2). MLflow hands the metric a column by the name of a
-    parameter: these names must be Python names (``category``, not ``sub task``). At
+    raises `OptionError`. Columns of the evaluation data, by Python names (MLflow hands a metric
+    a column by a parameter's name; map others with ``col_mapping``): ``by`` adds each group's
+    metrics (SPEC §3.1); ``threshold_col`` holds each row to its own threshold (§3.2);
+    ``item_col`` names each row's item and adds the item aggregates of §3.3 for ``k`` (also
+    given per call in ``numeric_diff_options``: ``{"k": "1,5"}``). At
     evaluation time the options can be overridden per call with
     ``evaluator_config={"numeric_diff_options": {"threshold": 0.9}}``: MLflow hands a custom
     metric the ``evaluator_config`` entry named like one of its parameters.
@@ -159,11 +151,6 @@ def make_numeric_diff_metric(
     ``numeric_diff/mae``, ``numeric_diff/mean_score_stderr``, ``numeric_diff/n_rows`` and
     ``numeric_diff/n_unparseable`` (higher ``mean_score`` is better), and its evaluation table
     gets the columns ``numeric_diff/score`` and ``numeric_diff/justification``.
-
-    ``item_col`` names the data's column holding each row's item (SPEC §3.3), a Python name as
-    ``by``'s: the metric adds ``numeric_diff/mean_at_k``, ``maj_at_k``, ``pass_at_<k>`` for each
-    ``k``, ``agreement`` and ``n_items``; ``k`` may be given per call in ``numeric_diff_options``
-    too (``{"k": "1,5"}``).
 
     >>> metric = make_numeric_diff_metric(threshold=0.9)
     >>> metric.name, metric.greater_is_better
@@ -189,7 +176,6 @@ def make_numeric_diff_metric(
         targets: pd.Series,
         *values: Any,
         numeric_diff_options: Mapping[str, Any] | None = None,
-        values: Any = None,
     ) -> MetricValue:
         if len(values) > len(names):  # MLflow passes every parameter by position
             *values, numeric_diff_options = values  # type: ignore[assignment]

@@ -6,9 +6,8 @@ column with its Arrow type, as it sees a Parquet file read by pandas: text is te
 read through their text, booleans and nulls have no number. Where the pandas engine has NaN (no
 number), the Spark results have null, as the pandas engine's Parquet file does.
 
-Needs the ``spark`` extra (``pip install 'numdiff_component[spark]'``). On a cluster the
-workers need Python with pyarrow, pandas and numpy: the package's code goes with the job
-(`numdiff_component.engines.spark_cluster`).
+Needs the ``spark`` extra (``pip install 'numdiff_component[spark]'``); on a cluster, workers
+with pyarrow, pandas and numpy (the package's code goes with the job: `engines.spark_cluster`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from numdiff_component.aggregate import Totals
-from numdiff_component.engines import spark_groups
+from numdiff_component.engines import spark_groups, spark_samples
 from numdiff_component.engines.spark_cluster import (
     check_reachable,
     cluster_errors,
@@ -170,11 +169,8 @@ def _score_batch(
     expected = _core_input(batch.column(expected_col))
     results = score_columns(output, expected, options)
     results, schema = spark_groups.row_threshold_columns(results, batch, threshold_col, options)
-    arrays = [
-        # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
-        pa.array(results[f.name], type=f.type, from_pandas=True)
-        for f in schema
-    ]
+    # from_pandas: NaN (no number) becomes null, as in the pandas engine's Parquet file.
+    arrays = [pa.array(results[f.name], type=f.type, from_pandas=True) for f in schema]
     return pa.RecordBatch.from_arrays(
         [*batch.columns, *arrays], names=[*batch.schema.names, *schema.names]
     )
@@ -350,9 +346,8 @@ def load_spark_table(
 class SparkEngine(spark_groups.SparkGroups):
     """The job's Spark engine: reads with Spark, scores with `score_spark`, writes the results
     as a Parquet folder of part files, then hands them back to the job batch by batch (read on
-    the driver with pyarrow, in bounded memory), so the job adds up and reports them exactly as
-    it does for the pandas engine. On a cluster, the results folder must be one the driver and
-    the executors share."""
+    the driver with pyarrow, in bounded memory), so the job adds up and reports them as the
+    pandas engine's. On a cluster, the driver and the executors share the results folder."""
 
     groups_items = True  # with --item-col, writes items.parquet itself (`spark_samples`)
 
@@ -383,9 +378,8 @@ class SparkEngine(spark_groups.SparkGroups):
                 writer = results.write.mode("overwrite").option("parquet.block.size", ROW_GROUP)
                 writer.parquet(spark_uri(str(partial)))
             if scoring.item_col is not None:  # SPEC §3.3, grouped by Spark
-                from numdiff_component.engines.spark_samples import write_items
-
-                write_items(results.sparkSession, partial, path.parent / ITEMS_PARQUET, scoring)
+                items = path.parent / ITEMS_PARQUET
+                spark_samples.write_items(results.sparkSession, partial, items, scoring)
             # Part files in name order are the partitions in order: the input's order.
             files = sorted(str(p) for p in partial.glob("part-*.parquet"))
             batches = ds.dataset(files, format="parquet").to_batches(

@@ -12,9 +12,9 @@ import pandas as pd
 
 from numdiff_component.aggregate import headline, pass_rate_stderr
 from numdiff_component.report.render import markdown, text
+from numdiff_component.samples import items_line
 from numdiff_component.slices.groups import group_metrics
 from numdiff_component.slices.groups import summary_lines as group_lines
-from numdiff_component.samples import items_line
 from numdiff_component.task.config import Scoring
 from numdiff_component.task.gate import BaselineGate, Gate
 from numdiff_component.task.results import PREFIX
