@@ -15,6 +15,7 @@ Both adapters read the same options (SPEC §2), validated once into an `Options`
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,7 @@ from pydantic import PrivateAttr, create_model
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
+from numdiff_component.reading.spans import around
 from numdiff_component.scoring import UNPARSEABLE, ScoreResult, score, score_columns
 from numdiff_component.unit_scoring import UNIT_LABELS
 
@@ -48,13 +50,29 @@ def _unit(unit: Any) -> str:
     return f" {unit}" if isinstance(unit, str) else ""  # None or NA: no unit
 
 
+def quoted(text: str, start: Any, end: Any) -> str:
+    """Where a number was read (SPEC §1.4), for a justification: `` read from "…is [42]."``;
+    empty where nothing was read or the whole text is the number."""
+    if start is None or start is pd.NA or (start == 0 and end == len(text)):
+        return ""
+    before, token, after = around(text, int(start), int(end))
+    return " read from " + json.dumps(f"{before}[{token}]{after}", ensure_ascii=False)
+
+
 def _justification(
-    a: float, b: float, d: float, value: float, label: str, u: Any = None, v: Any = None
+    a: float,
+    b: float,
+    d: float,
+    value: float,
+    label: str,
+    u: Any = None,
+    v: Any = None,
+    where: tuple[str, str] = ("", ""),
 ) -> str:
     if label == UNPARSEABLE:
         sides = [name for name, x in (("output", a), ("expected value", b)) if math.isnan(x)]
         return f"no number in the {' or the '.join(sides)}: score 0 (unparseable)"
-    said = f"output {_number(a)}{_unit(u)}, expected {_number(b)}{_unit(v)}"
+    said = f"output {_number(a)}{_unit(u)}{where[0]}, expected {_number(b)}{_unit(v)}{where[1]}"
     if label in UNIT_LABELS:  # units on (SPEC §2.2): not compared
         return f"{said}: score 0 ({label})"
     return f"{said}, difference {d:.6g}: score {value:.6g} ({label})"
@@ -71,14 +89,30 @@ def metric_value(predictions: Any, targets: Any, options: Options) -> MetricValu
     aggregates = aggregate(results)
     columns: tuple[str, ...] = ("output_value", "expected_value", "abs_error", "score", "label")
     columns += ("output_unit", "expected_unit") if "output_unit" in results else ()
+    rows = zip(*(results[c] for c in columns), strict=True)
+    outputs, expected = (
+        _quotes(predictions, results, "output"),
+        _quotes(targets, results, "expected"),
+    )
     justifications = [
-        _justification(*row) for row in zip(*(results[c] for c in columns), strict=True)
+        _justification(*row[:5], *(row[5:7] or (None, None)), where=(a, b))  # type: ignore[misc]
+        for row, a, b in zip(rows, outputs, expected, strict=True)
     ]
     return MetricValue(
         scores=results["score"].tolist(),
         justifications=justifications,
         aggregate_results={k: v for k, v in aggregates.items() if not math.isnan(v)},
     )
+
+
+def _quotes(values: Any, results: dict[str, Any], side: str) -> list[str]:
+    """Each row's `quoted` span of one side."""
+    starts, ends = results[f"{side}_start"], results[f"{side}_end"]
+    items = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [
+        "" if start is pd.NA else quoted(str(item), start, end)
+        for item, start, end in zip(items, starts, ends, strict=True)
+    ]
 
 
 def _check_not_the_same_column(predictions: Any, targets: Any) -> None:
@@ -188,7 +222,7 @@ class _NumericDiffScorer(Scorer):
             Feedback(
                 name=f"{self.name}/score",
                 value=result.score,
-                rationale=_rationale(result),
+                rationale=_rationale(result, outputs, expectations[self.expected_key]),
                 source=source,
                 metadata=metadata,
             ),
@@ -286,12 +320,14 @@ NumericDiffScorer = create_model(
 )
 
 
-def _rationale(result: ScoreResult) -> str:
+def _rationale(result: ScoreResult, output: Any, expected: Any) -> str:
     nan = float("nan")
     a = nan if result.output_value is None else result.output_value
     b = nan if result.expected_value is None else result.expected_value
     units = (result.output_unit, result.expected_unit)
-    return _justification(a, b, result.abs_error, result.score, result.label, *units)
+    readings = ((output, result.output_reading), (expected, result.expected_reading))
+    where = tuple(quoted(str(value), r.start, r.end) for value, r in readings)
+    return _justification(a, b, result.abs_error, result.score, result.label, *units, where)  # type: ignore[arg-type]
 
 
 def make_numeric_diff_scorer(
@@ -300,7 +336,8 @@ def make_numeric_diff_scorer(
     """A scorer for ``mlflow.genai.evaluate`` scoring ``outputs`` against ``expectations``.
 
     Each row gets two feedbacks: ``numeric_diff/score`` (the score, 0 to 1, with a rationale
-    giving the two numbers read and their difference) and ``numeric_diff/passed``
+    giving the two numbers read, where each was read in its text (SPEC §1.4), and their
+    difference) and ``numeric_diff/passed``
     (``score >= threshold``). The run's metrics are ``numeric_diff/score/mean`` (the mean score)
     and ``numeric_diff/passed/mean`` (the pass rate). A row with no number scores 0 with label
     ``unparseable``; a row whose ``expectations`` lack ``expected_key`` is an error for that row.
@@ -308,8 +345,10 @@ def make_numeric_diff_scorer(
 
     >>> scorer = make_numeric_diff_scorer(threshold=0.9, expected_key="answer")
     >>> score_fb, passed_fb = scorer(outputs="It is 41.", expectations={"answer": 42})
-    >>> round(score_fb.value, 4), passed_fb.value, score_fb.rationale
-    (0.9762, True, 'output 41, expected 42, difference 1: score 0.97619 (pass)')
+    >>> round(score_fb.value, 4), passed_fb.value
+    (0.9762, True)
+    >>> score_fb.rationale
+    'output 41 read from "It is [41.]", expected 42, difference 1: score 0.97619 (pass)'
     """
     opts = Options.of(None, **options)  # validated here, once
     scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.given())

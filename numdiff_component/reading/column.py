@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
     as_mask,
-    char_lengths,
+    byte_lengths,
     first_bytes,
     may_hold,
     nulls_where,
@@ -114,6 +114,21 @@ def _tiers(
     return out
 
 
+def _whole_tokens(text: pa.Array, out: np.ndarray, located: Located, rule: str) -> None:
+    """The spans of the rows `cast_whole` read: the whole text (ASCII) but a ``+`` first, which
+    SPEC §1.4 does not count."""
+    plus = np.zeros(len(text), np.int64)
+    if may_hold(text, b"+"):
+        plus = (first_bytes(text) == ord("+")).astype(np.int64)
+    lengths = byte_lengths(text).astype(np.int64)
+    whole = np.isfinite(out)
+    if whole.all():  # the arrays made here are the spans (no copy)
+        located.start, located.end = plus, lengths
+        located.rule[:] = RULE_CODES[rule]
+    else:
+        located.put(whole, plus[whole], lengths[whole], rule)
+
+
 def _parse_strings(text: pa.Array, opts: Options, located: Located | None = None) -> np.ndarray:
     """Values of a string array (nulls allowed); NaN where no number; their spans in
     ``located`` when given (SPEC §1.4).
@@ -124,11 +139,8 @@ def _parse_strings(text: pa.Array, opts: Options, located: Located | None = None
     """
     base = tier_options(opts)
     out = cast_whole(text, base)
-    if out is not None and located is not None:  # a whole text is its token
-        whole = np.flatnonzero(np.isfinite(out))
-        plus = (first_bytes(text)[whole] == ord("+")).astype(np.int64)  # no sign of SPEC §1.4
-        rule = FIRST if opts.pick == "first" else LAST
-        located.put(whole, plus, char_lengths(text)[whole], rule)
+    if out is not None and located is not None:
+        _whole_tokens(text, out, located, FIRST if opts.pick == "first" else LAST)
     if out is not None and not text.null_count and np.isfinite(out).all():
         return out  # plain numbers only (a number column held as text)
     valid = np.asarray(text.is_valid(), dtype=bool)
@@ -277,8 +289,9 @@ def locate_column(values: Any, opts: Options) -> tuple[np.ndarray, Located]:
     if array is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         located = Located.empty(len(array))
         out = _parse_strings(array, opts, located)
-        none = np.isnan(out)  # a token too large for a float: no number
-        located.start[none], located.end[none], located.rule[none] = -1, -1, -1
+        none = np.isnan(out) & (located.rule >= 0)  # a token too large for a float
+        if none.any():
+            located.start[none], located.end[none], located.rule[none] = -1, -1, -1
         return out, located
     items = values.tolist() if hasattr(values, "tolist") else list(values)
     if kind is not None and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
@@ -305,18 +318,17 @@ class ColumnReading:
 def as_columns(values: np.ndarray, located: Located) -> ColumnReading:
     """The columns of a `Located` (nullable integers, rule names)."""
     none = located.rule < 0
-    rules = pa.array(list(RULE_CODES))
-    names = pc.take(rules, pa.array(located.rule.astype(np.int64), mask=none))
+    rules = pc.take(pa.array(list(RULE_CODES)), pa.array(located.rule, mask=none))
     return ColumnReading(
         values,
-        pd.arrays.IntegerArray(located.start.copy(), none.copy()),
-        pd.arrays.IntegerArray(located.end.copy(), none.copy()),
-        names.to_pandas().array,
+        pd.arrays.IntegerArray(located.start, none),
+        pd.arrays.IntegerArray(located.end, none.copy()),
+        rules.to_pandas().array,
     )
 
 
 def read_column(values: Any, options: Options | None = None, **overrides: Any) -> ColumnReading:
-    """Read the number of every value in a column, where it was read and by which rule (SPEC
+    r"""Read the number of every value in a column, where it was read and by which rule (SPEC
     §1.4): `read_number` of each value, as columns.
 
     >>> r = read_column(["x=-3 and 4", "n/a", "\\boxed{7}"], pick="answer")

@@ -14,9 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import byte_lengths, byte_spans, first_bytes, top_byte
+from numdiff_component.reading.buffers import (
+    as_mask,
+    byte_lengths,
+    byte_spans,
+    first_bytes,
+    top_byte,
+)
 from numdiff_component.reading.grammar import DIGITS
 from numdiff_component.reading.located import read_text
 from numdiff_component.reading.marks import PERCENT_SIGN
@@ -28,7 +35,8 @@ DIGIT_BYTES = np.frombuffer(DIGITS.encode(), np.uint8)
 
 @dataclass
 class Located:
-    """The spans and rules of a column, row by row (code points; -1 where no number)."""
+    """The spans and rules of a column, row by row (code points); ``start`` and ``end`` mean
+    nothing where ``rule`` is -1 (no number)."""
 
     start: np.ndarray
     end: np.ndarray
@@ -36,15 +44,19 @@ class Located:
 
     @classmethod
     def empty(cls, n: int) -> Located:
-        return cls(np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int8))
+        return cls(np.empty(n, np.int64), np.empty(n, np.int64), np.full(n, -1, np.int8))
 
     def put(
-        self, rows: np.ndarray, start: np.ndarray | int, end: np.ndarray | int, rule: str
+        self,
+        rows: np.ndarray | slice,
+        start: np.ndarray | int,
+        end: np.ndarray | int,
+        rule: str,
     ) -> None:
-        """Rows ``rows`` (a mask or indices) read at ``start``..``end`` by ``rule``."""
+        """Rows ``rows`` (a mask, indices or a slice) read at ``start``..``end`` by ``rule``."""
         self.start[rows], self.end[rows], self.rule[rows] = start, end, RULE_CODES[rule]
 
-    def take(self, rows: np.ndarray, other: Located, offset: np.ndarray | int = 0) -> None:
+    def take(self, rows: np.ndarray | slice, other: Located, offset: np.ndarray | int = 0) -> None:
         """Rows ``rows`` from ``other`` (one row each, in order), shifted by ``offset`` where
         ``other`` read a number: what was read in a part of each text that starts there."""
         found = other.rule >= 0
@@ -82,15 +94,19 @@ class Located:
 
 
 def char_offsets(strings: pa.Array, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Byte offsets into strings ``rows`` of ``strings`` as code-point offsets (all ASCII: the
-    same; else counted on the UTF-8 bytes: a byte that is no continuation byte starts a
-    character)."""
+    """Byte offsets into strings ``rows`` of ``strings`` as code-point offsets: the same in an
+    ASCII string; in the others (few, in most columns), the code points of the bytes before."""
     if not len(rows) or top_byte(strings) < 0x80:
         return offsets
+    other = np.flatnonzero(~as_mask(pc.string_is_ascii(strings))[rows])
+    if not len(other):
+        return offsets
     starts, _, data = byte_spans(strings)
-    counts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)])
-    begin = starts[rows].astype(np.int64)
-    return counts[begin + offsets] - counts[begin]
+    out = np.array(offsets, np.int64)
+    for k in other.tolist():
+        begin = int(starts[rows[k]])
+        out[k] = len(data[begin : begin + int(offsets[k])].tobytes().decode())
+    return out
 
 
 def _percent_ends(strings: pa.Array, rows: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -40,3 +40,23 @@ class Reading:
 
 
 NOTHING = Reading(None)
+
+
+ELLIPSIS = "\u2026"  # where the text around a span is cut
+
+
+def around(text: str, start: int, end: int, width: int = 30) -> tuple[str, str, str]:
+    """The text before ``text[start:end]``, that span, and the text after it: ``width``
+    characters on each side at most, `ELLIPSIS` where the text goes on (a span longer than
+    ``2 * width`` keeps its ends, cut in the middle), so that the number read shows whatever
+    the text's length.
+
+    >>> around("Step 1: 3+4=7. Step 2: 7*2=14. The answer is 14.", 45, 47, width=10)
+    ('…answer is ', '14', '.')
+    """
+    token = text[start:end]
+    if len(token) > 2 * width:
+        token = f"{token[:width]}{ELLIPSIS}{token[-width:]}"
+    first, last = max(0, start - width), min(len(text), end + width)
+    before = (ELLIPSIS if first > 0 else "") + text[first:start]
+    return before, token, text[end:last] + (ELLIPSIS if last < len(text) else "")

@@ -28,6 +28,7 @@ from numdiff_component import (
     numeric_diff_scorer,
     score_frame,
 )
+from numdiff_component.scoring import SPAN_COLUMNS
 from tests.fixtures.commands import invoke
 from tests.fixtures.tables import write_table
 
@@ -104,10 +105,9 @@ def _by_scorer(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], 
 def _by_pyfunc(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], dict[str, float]]:
     predicted = NumericDiffModel(Options(**options)).predict(None, df)
     expected = score_frame(df, options=Options(**options))
-    # The model holds None where there is no number (null in JSON): NaN here.
-    numbers = predicted.astype(
-        dict.fromkeys(["output_value", "expected_value", "abs_error"], float)
-    )
+    # The model holds None where there is no number (null in JSON): NaN (NA) here.
+    kinds = dict.fromkeys(["output_value", "expected_value", "abs_error"], float)
+    numbers = predicted.astype(kinds | {c: expected[c].dtype for c in SPAN_COLUMNS})
     pd.testing.assert_frame_equal(numbers, expected[list(predicted.columns)])
     return predicted["score"].tolist(), aggregate(predicted)
 
@@ -174,6 +174,22 @@ def test_metric_justifications_name_the_numbers_or_the_missing_side() -> None:
         "no number in the output or the expected value: score 0 (unparseable)",
     ]
     assert all(type(s) is float for s in value.scores)
+
+
+def test_justifications_quote_where_each_number_was_read() -> None:
+    """SPEC §1.4: the span, marked, with the text around it (cut with … far from it)."""
+    long = "Step 1: 3+4=7. Step 2: 7*2=14. So after all that work the final answer is 14."
+    value = numeric_diff_metric.eval_fn(
+        pd.Series([long, "x=-3", "7"]), pd.Series(["14", "-3", "about 7 kg"]), {"pick": "last"}
+    )
+    assert value.justifications == [
+        'output 14 read from "…that work the final answer is [14.]", expected 14, '
+        "difference 0: score 1 (pass)",
+        'output -3 read from "x=[-3]", expected -3, difference 0: score 1 (pass)',
+        'output 7, expected 7 read from "about [7] kg", difference 0: score 1 (pass)',
+    ]
+    fb, _ = make_numeric_diff_scorer(pick="last")(outputs=long, expectations={"expected": 14})
+    assert fb.rationale == value.justifications[0]
 
 
 def test_metric_pairs_rows_by_position_not_index() -> None:
@@ -251,7 +267,9 @@ def test_scorer_feedbacks() -> None:
     assert (score_fb.name, passed_fb.name) == ("numeric_diff/score", "numeric_diff/passed")
     assert score_fb.value == pytest.approx(1 - 1 / 42)
     assert passed_fb.value is False
-    assert score_fb.rationale == "output 41, expected 42, difference 1: score 0.97619 (fail)"
+    assert score_fb.rationale == (
+        'output 41 read from "It is [41.]", expected 42, difference 1: score 0.97619 (fail)'
+    )
     assert passed_fb.rationale == "score 0.97619 < threshold 0.99"
 
 
@@ -327,7 +345,8 @@ def test_models_evaluate_logs_metrics_and_the_per_row_table() -> None:
     assert table["numeric_diff/score"].tolist() == score_frame(SAMPLE)["score"].tolist()
     assert table["numeric_diff/justification"].tolist() == [
         "output 391, expected 391, difference 0: score 1 (pass)",
-        "output 212, expected 212, difference 0: score 1 (pass)",
+        'output 212 read from "The answer is [212] degrees F.", expected 212, difference 0: '
+        "score 1 (pass)",
         "output -12, expected -12, difference 0: score 1 (pass)",
         "no number in the output: score 0 (unparseable)",
     ]
