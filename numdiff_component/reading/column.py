@@ -28,7 +28,7 @@ from numdiff_component.reading.buffers import (
     nulls_where,
 )
 from numdiff_component.reading.grammar import LATEX_COMMAS
-from numdiff_component.reading.located import read_number
+from numdiff_component.reading.located import number_text, read_number
 from numdiff_component.reading.located_rows import Located
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.routes import matching, route, text_route_regex, tier_options
@@ -293,12 +293,15 @@ def locate_column(values: Any, opts: Options) -> tuple[np.ndarray, Located]:
         if none.any():
             located.start[none], located.end[none], located.rule[none] = -1, -1, -1
         return out, located
-    items = values.tolist() if hasattr(values, "tolist") else list(values)
+    if array is not None:
+        items = array.to_pylist()
+    else:
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
     if kind is not None and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        out = parse_column(array, opts)  # numbers: each span is its whole str
+        out = parse_column(array, opts)  # numbers: each span is its whole text
         located = Located.empty(len(out))
         found = np.flatnonzero(~np.isnan(out))
-        lengths = np.array([len(str(items[i])) for i in found.tolist()], np.int64)
+        lengths = np.array([len(number_text(items[i])) for i in found.tolist()], np.int64)
         located.put(found, 0, lengths, VALUE)
         return out, located
     return _one_by_one(items, opts)

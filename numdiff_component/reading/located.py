@@ -64,6 +64,16 @@ def _bounds(text: str, token: Token, end: int, opts: Options) -> tuple[int, int]
     return start, end
 
 
+def number_text(value: Any) -> str:
+    """A number that is no text, written as the span of rule ``value`` counts it (SPEC §1.4):
+    ``str`` of a `Decimal`, the digits of a whole number below 2**53, else ``repr`` of the
+    float; so a number gives one span whatever type an engine gives it (``5``, ``5.0``)."""
+    if isinstance(value, Decimal):
+        return str(value)
+    number = float(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+
+
 def read_text(text: str, opts: Options) -> Reading:
     """The number in ``text``, its span and rule (SPEC §1.4); `NOTHING` when none."""
     read, index = commas_read(text, opts)
@@ -107,5 +117,7 @@ def read_number(value: Any, options: Options | None = None, **overrides: Any) ->
             number = float(value)
         except (OverflowError, ValueError):  # a huge int; a signalling Decimal NaN
             return NOTHING
-        return Reading(number, 0, len(str(value)), VALUE) if math.isfinite(number) else NOTHING
+        if not math.isfinite(number):
+            return NOTHING
+        return Reading(number, 0, len(number_text(value)), VALUE)
     return read_text(str(value), opts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 VALUE, FIRST, LAST, MARKER, BOX = "value", "first", "last", "marker", "box"
 FRACTION, SCIENTIFIC, RANGE, PRICE, WORDS = "fraction", "scientific", "range", "price", "words"
 RULES = {
-    VALUE: "from a value that is a number, not text: the span is the whole of str(value)",
+    VALUE: "from a value that is a number, not text: the span is the number as written",
     FIRST: "as the first token of the text",
     LAST: "as the last token of the text",
     MARKER: "as the first token after the last answer marker, not a box",

@@ -30,7 +30,7 @@ from numdiff_component import (
 )
 from numdiff_component.scoring import SPAN_COLUMNS
 from tests.fixtures.commands import invoke
-from tests.fixtures.tables import write_table
+from tests.fixtures.tables import assert_spans_read_again, span_texts, write_table
 
 TEXT_TABLE = pd.DataFrame(
     {
@@ -410,7 +410,8 @@ def test_every_entry_point_logs_the_same_metrics(
     assert {"numeric_diff/mae", "numeric_diff/median_abs_error"} <= set(want)
     assert want["numeric_diff/no_answer_rate"] > 0 and 0 < want["numeric_diff/pass_rate"] < 1
 
-    done = invoke("score", str(write_table(table, tmp_path / "t.csv")), "--threshold", "0.9")
+    csv = str(write_table(table, tmp_path / "t.csv"))
+    done = invoke("score", csv, "--threshold", "0.9", "--results-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     run_id = next(
         line.split()[1] for line in done.stdout.splitlines() if line.split()[:1] == ["run"]
@@ -445,6 +446,25 @@ def test_every_entry_point_logs_the_same_metrics(
     assert "no number in the output: score 0 (unparseable)" in set(
         table_rows["numeric_diff/score/rationale"]
     )
+
+    # Where each number was read (SPEC §1.4): the same spans through the CLI and pandas, each
+    # reading again as its number; the justification and the rationale quote each span.
+    pandas = score_frame(table, threshold=0.9)
+    assert_spans_read_again(pandas, {"threshold": 0.9})
+    cli = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    for name in SPAN_COLUMNS:
+        assert cli[name].tolist() == pandas[name].tolist(), name
+    assert_spans_read_again(cli, {"threshold": 0.9})
+    quotes = [
+        "" if span is None or span == text else f"[{span}]"
+        for span, text in zip(span_texts(pandas, "output", table.output), table.output, strict=True)
+    ]
+    justified = mlflow.load_table("eval_results_table.json", run_ids=[run.info.run_id])
+    requests = table_rows["request"].map(str)
+    rationales = dict(zip(requests, table_rows["numeric_diff/score/rationale"], strict=True))
+    for i, quote in enumerate(quotes):
+        assert quote in justified["numeric_diff/justification"][i], (i, quote)
+        assert quote in next(r for q, r in rationales.items() if f"'q{i}'" in q), (i, quote)
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ are SPEC §1.4's own.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +69,10 @@ def test_the_specs_examples(text, options, value, span, rule) -> None:
 
 
 def test_a_number_that_is_no_text_is_its_whole_str() -> None:
-    for value in (7, -2.5, np.float32(0.25), 10**20):
+    for value, text in ((7, "7"), (7.0, "7"), (-2.5, "-2.5"), (np.float32(0.25), "0.25")):
         r = read_number(value)
-        assert (r.value, r.start, r.end, r.rule) == (float(value), 0, len(str(value)), "value")
+        assert (r.value, r.start, r.end, r.rule) == (float(value), 0, len(text), "value")
+    assert read_number(Decimal("1.50")).end == 4 and read_number(10**20).end == len("1e+20")
     assert read_number(True).rule is None and read_number(float("nan")).rule is None
 
 
