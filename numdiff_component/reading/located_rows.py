@@ -109,13 +109,25 @@ def char_offsets(strings: pa.Array, rows: np.ndarray, offsets: np.ndarray) -> np
     return out
 
 
+_PERCENT_STEPS = 8  # the bytes looked at after a token for its percent sign, at most
+
+
 def _percent_ends(strings: pa.Array, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Where the percent sign read after byte ``at`` of each row ends (the first one after it:
-    only blanks and ``\\`` stand between a token and its percent)."""
-    starts, _, data = byte_spans(strings)
-    signs = np.flatnonzero(data == ord(PERCENT_SIGN))
+    """Where the percent sign read after byte ``at`` of each row ends: the first one after it
+    (only blanks and ``\\`` stand between a token and its percent), looked for within
+    `_PERCENT_STEPS` bytes; -1 where it stands further (the caller reads those rows again)."""
+    starts, ends, data = byte_spans(strings)
     begin = starts[rows].astype(np.int64)
-    return signs[np.searchsorted(signs, begin + at)] + 1 - begin
+    out = np.full(len(rows), -1, np.int64)
+    last = len(data) - 1
+    for step in range(_PERCENT_STEPS):
+        where = begin + at + step
+        sign = (out < 0) & (where < ends[rows]) & (data[np.minimum(where, last)] == _PERCENT)
+        out[sign] = at[sign] + step + 1
+    return out
+
+
+_PERCENT = ord(PERCENT_SIGN)
 
 
 def lead(
@@ -126,17 +138,22 @@ def lead(
     tok: pa.Array,
     sign: np.ndarray,
     percent: np.ndarray | None,
-    rule: str,
+    opts: Options,
 ) -> None:
     """The spans of the rows ``found`` of `tiers.parse_lead`: its token starts ``cut`` bytes
     into the row (its sign ``sign`` bytes before) and holds ``tok``; a percent read after it
     (``percent``) ends the span."""
+    rule = FIRST if opts.pick == "first" else LAST
     rows = np.flatnonzero(found)
     start = (cut - sign)[rows]
     end = (cut + byte_lengths(tok))[rows]
+    far = np.zeros(0, np.int64)
     if percent is not None and (pct := percent[rows]).any():
         end[pct] = _percent_ends(strings, rows[pct], end[pct])
+        far = np.flatnonzero(pct)[end[pct] < 0]  # blanks beyond the look: read again
     located.put(rows, char_offsets(strings, rows, start), char_offsets(strings, rows, end), rule)
+    if len(far):
+        located.read_rows(strings, np.isin(np.arange(len(strings)), rows[far]), opts)
 
 
 def after_head(

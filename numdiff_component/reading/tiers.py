@@ -64,7 +64,6 @@ from numdiff_component.reading.marks import (
     scale_regex,
 )
 from numdiff_component.reading.signs import sign_widths, signed_values
-from numdiff_component.reading.spans import FIRST, LAST
 
 MARK = "\ue000"  # private-use marker put before each token to find the last one
 
@@ -377,8 +376,7 @@ def parse_lead(
     sign = sign_widths(head, before)
     values[sign > 0] *= -1
     if located is not None:
-        rule = FIRST if opts.pick == "first" else LAST
-        located_rows.lead(located, text, found, cut, tok, sign, percent, rule)
+        located_rows.lead(located, text, found, cut, tok, sign, percent, opts)
     return values, matched & ~found
 
 

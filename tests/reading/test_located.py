@@ -51,6 +51,8 @@ def test_the_rules_are_the_specs_table() -> None:
         ("$5", {}, 5.0, "5", "first"),
         ("$2.1 billion", {"scale": "words"}, 2.1e9, "2.1 billion", "first"),
         ("50 %", {"percent": "fraction"}, 0.5, "50 %", "first"),
+        ("x 5" + " " * 12 + "% y", {"percent": "fraction"}, 0.05, "5" + " " * 12 + "%", "first"),
+        ("a 5 \t\\% b", {"percent": "fraction", "pick": "last"}, 0.05, "5 \t\\%", "last"),
         ("It is minus five", {"words": "all"}, -5.0, "minus five", "words"),
         ("($99.99)", {"negative": "parens"}, -99.99, "($99.99)", "first"),
         ("$14{,}916$", {"thousands": "any"}, 14916.0, "14{,}916", "first"),
