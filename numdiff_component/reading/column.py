@@ -22,8 +22,7 @@ import pyarrow.compute as pc
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
     as_mask,
-    byte_lengths,
-    first_bytes,
+    byte_spans,
     may_hold,
     nulls_where,
 )
@@ -117,16 +116,16 @@ def _tiers(
 def _whole_tokens(text: pa.Array, out: np.ndarray, located: Located, rule: str) -> None:
     """The spans of the rows `cast_whole` read: the whole text (ASCII) but a ``+`` first, which
     SPEC §1.4 does not count."""
-    plus = np.zeros(len(text), np.int64)
-    if may_hold(text, b"+"):
-        plus = (first_bytes(text) == ord("+")).astype(np.int64)
-    lengths = byte_lengths(text).astype(np.int64)
+    starts, ends, data = byte_spans(text)
+    plus = data[np.minimum(starts, len(data) - 1)] == ord("+")  # (an empty text casts to none)
+    start = plus.astype(np.int64) if plus.any() else np.zeros(len(text), np.int64)
+    lengths = np.subtract(ends, starts, dtype=np.int64)
     whole = np.isfinite(out)
     if whole.all():  # the arrays made here are the spans (no copy)
-        located.start, located.end = plus, lengths
+        located.start, located.end = start, lengths
         located.rule[:] = RULE_CODES[rule]
     else:
-        located.put(whole, plus[whole], lengths[whole], rule)
+        located.put(whole, start[whole], lengths[whole], rule)
 
 
 def _parse_strings(text: pa.Array, opts: Options, located: Located | None = None) -> np.ndarray:
