@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 
 from numdiff_component.options import Options
 from numdiff_component.reading.buffers import (
-    as_mask,
     byte_lengths,
     byte_spans,
     first_bytes,
@@ -93,20 +92,31 @@ class Located:
         return Located(self.start[rows], self.end[rows], self.rule[rows])
 
 
-def char_offsets(strings: pa.Array, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Byte offsets into strings ``rows`` of ``strings`` as code-point offsets: the same in an
-    ASCII string; in the others (few, in most columns), the code points of the bytes before."""
+def code_points(strings: pa.Array) -> np.ndarray:
+    """Each string's length in code points (0 for null): its bytes when all are ASCII."""
+    if top_byte(strings) < 0x80:
+        return byte_lengths(strings).astype(np.int64)
+    return np.asarray(pc.utf8_length(strings).fill_null(0), np.int64)
+
+
+def char_offsets(
+    strings: pa.Array, rows: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Byte offsets ``start`` and ``end`` into strings ``rows`` of ``strings`` as code-point
+    offsets: the same when all is ASCII; else the bytes before, less the continuation bytes
+    (0b10xxxxxx) among them, counted once on the bytes of those rows."""
     if not len(rows) or top_byte(strings) < 0x80:
-        return offsets
-    other = np.flatnonzero(~as_mask(pc.string_is_ascii(strings))[rows])
-    if not len(other):
-        return offsets
+        return start, end
     starts, _, data = byte_spans(strings)
-    out = np.array(offsets, np.int64)
-    for k in other.tolist():
-        begin = int(starts[rows[k]])
-        out[k] = len(data[begin : begin + int(offsets[k])].tobytes().decode())
-    return out
+    begin = starts[rows].astype(np.int64)
+    first, last = int(begin.min()), int((begin + np.maximum(start, end)).max())
+    continuation = np.zeros(last - first + 1, np.int64)
+    np.cumsum((data[first:last] & 0xC0) == 0x80, out=continuation[1:])
+    before = continuation[begin - first]
+    return (
+        start - (continuation[begin + start - first] - before),
+        end - (continuation[begin + end - first] - before),
+    )
 
 
 _PERCENT_STEPS = 8  # the bytes looked at after a token for its percent sign, at most
@@ -151,7 +161,7 @@ def lead(
     if percent is not None and (pct := percent[rows]).any():
         end[pct] = _percent_ends(strings, rows[pct], end[pct])
         far = np.flatnonzero(pct)[end[pct] < 0]  # blanks beyond the look: read again
-    located.put(rows, char_offsets(strings, rows, start), char_offsets(strings, rows, end), rule)
+    located.put(rows, *char_offsets(strings, rows, start, end), rule)
     if len(far):
         located.read_rows(strings, np.isin(np.arange(len(strings)), rows[far]), opts)
 
@@ -172,7 +182,7 @@ def after_head(
     end = before + byte_lengths(tok)
     if pct is not None:
         end = end + byte_lengths(pct.fill_null(""))
-    located.put(rows, char_offsets(strings, rows, start), char_offsets(strings, rows, end), LAST)
+    located.put(rows, *char_offsets(strings, rows, start, end), LAST)
 
 
 def at_first_digit(
@@ -194,4 +204,4 @@ def at_first_digit(
     start = start - sign_widths(byte_spans(pre.fill_null("")))
     if pct is not None:
         end = end + byte_lengths(pct.fill_null(""))
-    located.put(rows, char_offsets(strings, rows, start), char_offsets(strings, rows, end), FIRST)
+    located.put(rows, *char_offsets(strings, rows, start, end), FIRST)

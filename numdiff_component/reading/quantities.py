@@ -145,8 +145,9 @@ def _read_simple(
     rows = np.flatnonzero(simple)
     starts, cuts, _ = head
     cut = (cuts - starts)[rows]
-    start = char_offsets(array, rows, cut - sign_widths((starts[rows], cuts[rows], head[2])))
-    end = char_offsets(array, rows, cut + byte_lengths(tok)) + np.array(read_ends, np.int64)[index]
+    sign = sign_widths((starts[rows], cuts[rows], head[2]))
+    start, end = char_offsets(array, rows, cut - sign, cut + byte_lengths(tok))
+    end = end + np.array(read_ends, np.int64)[index]
     located.put(rows, start, end, FIRST if opts.pick == "first" else LAST)
     group = separators(opts.decimal_comma)[0]
     values = to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, group)))

@@ -41,7 +41,7 @@ from numdiff_component.reading.grammar import (
     separators,
     token_regex,
 )
-from numdiff_component.reading.located_rows import Located
+from numdiff_component.reading.located_rows import Located, code_points
 from numdiff_component.reading.marks import (
     BOX_REGEX,
     PERCENT,
@@ -254,15 +254,15 @@ def _last_values(strings: pa.Array, opts: Options, located: Located) -> np.ndarr
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), reversed_last_regex(opts), ("r",))
         found = as_mask(around.is_valid())
-        whole = char_lengths(strings.filter(rest).filter(found))
         around, index = reversed_strings(around.filter(found)), index[found]
+        whole = code_points(strings)[index]
         part = Located.empty(len(around))
         values, again = parse_lead(around, last, part)
         out[index] = values
         if again.any():
             out[index[again]] = _read_last(around.filter(again), opts)
             part.read_rows(around, again, last)
-        located.take(index, part, whole - char_lengths(around))  # `around` ends the text
+        located.take(index, part, whole - code_points(around))  # `around` ends the text
     return out
 
 
@@ -291,7 +291,7 @@ def _answer_spans(
     marked = as_mask(r.is_valid())
     r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
     span = reversed_strings(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
-    offset = char_lengths(text.filter(marked)) - char_lengths(span)
+    offset = code_points(text)[marked] - code_points(span)
     box = np.asarray(pc.utf8_length(box)) > 0
     deep = np.zeros(len(span), bool)
     if box.any():
