@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -14,8 +14,11 @@ import pyarrow.compute as pc
 
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import Options
-from numdiff_component.reading import parse_column, parse_number
+from numdiff_component.reading import ColumnReading, Reading, read_number
+from numdiff_component.reading.column import as_columns, locate_column
+from numdiff_component.reading.located_rows import Located
 from numdiff_component.reading.quantities import parse_quantities
+from numdiff_component.reading.spans import NOTHING
 from numdiff_component.unit_scoring import (
     UNIT_LABELS,
     UNIT_SCHEMA,
@@ -24,6 +27,13 @@ from numdiff_component.unit_scoring import (
     compared_one,
 )
 
+SIDES = ("output", "expected")
+SPAN_SCHEMA = pa.schema(
+    [(f"{side}_{end}", pa.int64()) for side in SIDES for end in ("start", "end")]
+    + [(f"{side}_rule", pa.string()) for side in SIDES]
+)
+"""Where each side's number was read and by which rule (SPEC §1.4): null where none."""
+SPAN_COLUMNS = tuple(SPAN_SCHEMA.names)
 RESULT_SCHEMA = pa.schema(
     [
         ("output_value", pa.float64()),
@@ -32,6 +42,7 @@ RESULT_SCHEMA = pa.schema(
         ("score", pa.float64()),
         ("passed", pa.bool_()),
         ("label", pa.string()),
+        *SPAN_SCHEMA,
     ]
 )
 """The result columns of every entry point: names, order and types. Inside the core "no number"
@@ -65,10 +76,16 @@ class ScoreResult:
     output_unit: str | None = field(default=None, repr=False)
     expected_unit: str | None = field(default=None, repr=False)
     output_converted: float | None = field(default=None, repr=False)
+    # Where each side's number was read, and by which rule (SPEC §1.4).
+    output_reading: Reading = field(default=NOTHING, repr=False)
+    expected_reading: Reading = field(default=NOTHING, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.score <= 1.0:  # also refuses NaN
             raise ValueError(f"score must be in [0, 1], got {self.score!r}")
+
+
+_FIELDS = {f.name for f in fields(ScoreResult)}
 
 
 def _pair_score(a: float, b: float, floor: float) -> float:
@@ -94,16 +111,22 @@ def score(
     'unparseable'
     """
     opts = Options.of(options, **overrides)
+    plain = Options.of(opts, units="none")  # the numbers read, whatever their units
+    where_a, where_b = read_number(output, plain), read_number(expected, plain)
     if opts.units != "none":
         columns = _score_compared(compared_one(output, expected, opts), opts)
-        row = {name: _plain(column[0]) for name, column in columns.items()}
-        return ScoreResult(**{**row, "abs_error": float(columns["abs_error"][0])})
-    a, b = parse_number(output, opts), parse_number(expected, opts)
+        row = {name: _plain(column[0]) for name, column in columns.items() if name in _FIELDS}
+        row["abs_error"] = float(columns["abs_error"][0])
+        return ScoreResult(**row, output_reading=where_a, expected_reading=where_b)
+    a, b = where_a.value, where_b.value
     if a is None or b is None:
-        return ScoreResult(0.0, False, UNPARSEABLE, a, b, math.nan)
+        return ScoreResult(
+            0.0, False, UNPARSEABLE, a, b, math.nan, None, None, None, where_a, where_b
+        )
     value = _pair_score(a, b, opts.floor)
     passed = value >= opts.threshold
-    return ScoreResult(value, passed, PASS if passed else FAIL, a, b, abs(a - b))
+    label = PASS if passed else FAIL
+    return ScoreResult(value, passed, label, a, b, abs(a - b), None, None, None, where_a, where_b)
 
 
 def pair_scores(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -189,17 +212,29 @@ def score_columns(output: Any, expected: Any, options: Options) -> dict[str, Any
     >>> r["score"].tolist(), list(r["label"])
     ([0.75, 0.0], ['fail', 'unparseable'])
     """
+    where_a, where_b = Located.empty(0), Located.empty(0)
     if options.units != "none":
-        a, units_a = parse_quantities(output, options)
-        b, units_b = parse_quantities(expected, options)
+        a, units_a = parse_quantities(output, options, where_a := Located.empty(len(output)))
+        b, units_b = parse_quantities(expected, options, where_b := Located.empty(len(expected)))
         same_length(a, b)
-        return _score_compared(compared(a, b, units_a, units_b, options), options)
-    a = parse_column(output, options)
-    b = parse_column(expected, options)
-    same_length(a, b)
-    columns, codes = _score_columns(a, b, options)
-    labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas()
-    return {**columns, "label": labels.array}
+        results = _score_compared(compared(a, b, units_a, units_b, options), options)
+    else:
+        a, where_a = locate_column(output, options)
+        b, where_b = locate_column(expected, options)
+        same_length(a, b)
+        columns, codes = _score_columns(a, b, options)
+        labels = pc.take(pa.array(LABELS), pa.array(codes)).to_pandas()
+        results = {**columns, "label": labels.array}
+    spans = span_columns(as_columns(a, where_a), as_columns(b, where_b))
+    results |= spans
+    return {name: results[name] for name in result_schema(options).names}
+
+
+def span_columns(output: ColumnReading, expected: ColumnReading) -> dict[str, Any]:
+    """The result columns of SPEC §1.4 from each side's `read_column`."""
+    sides = dict(zip(SIDES, (output, expected), strict=True))
+    columns = {f"{s}_{end}": getattr(sides[s], end) for s in SIDES for end in ("start", "end")}
+    return columns | {f"{s}_rule": sides[s].rule for s in SIDES}
 
 
 def check_columns(

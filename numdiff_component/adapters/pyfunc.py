@@ -27,14 +27,20 @@ from mlflow.types import ColSpec, Schema
 
 from numdiff_component.errors import InputError, missing_column
 from numdiff_component.options import OPTION_NAMES, Options
-from numdiff_component.scoring import result_schema, score_frame
+from numdiff_component.scoring import SPAN_COLUMNS, result_schema, score_frame
 from numdiff_component.tracking.boundary import mlflow_run, within
 from numdiff_component.unit_scoring import UNIT_SCHEMA
 
 INPUT_COLUMNS = ("output", "expected")
 _REQUIREMENTS = ("mlflow", "pandas", "numpy", "pyarrow", "pint")
-_COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string"}
-_MAYBE_NO_NUMBER = ("output_value", "expected_value", "abs_error", *UNIT_SCHEMA.names)
+_COLSPEC_TYPES = {"double": "double", "bool": "boolean", "string": "string", "int64": "long"}
+_MAYBE_NO_NUMBER = (
+    "output_value",
+    "expected_value",
+    "abs_error",
+    *SPAN_COLUMNS,
+    *UNIT_SCHEMA.names,
+)
 _BAD_NAME_CHARACTERS = ("/", ":", ".", "%", '"', "'")  # as mlflow.utils.validation has them
 
 

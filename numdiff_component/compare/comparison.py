@@ -21,7 +21,7 @@ import pyarrow as pa
 from numdiff_component.aggregate import aggregate, booleans
 from numdiff_component.errors import InputError
 from numdiff_component.intervals import mean_interval, wilson
-from numdiff_component.scoring import RESULT_COLUMNS, RESULT_SCHEMA
+from numdiff_component.scoring import RESULT_SCHEMA, SPAN_COLUMNS
 
 TEST_NAME = "McNemar exact test"  # two-sided binomial test on the discordant pairs
 _ROW_FIELDS = ("score", "label", "output_value", "expected_value")
@@ -147,13 +147,14 @@ def mcnemar_p_value(n_regressed: int, n_improved: int) -> float:
 
 
 def _check_results(frame: pd.DataFrame, side: str) -> None:
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+    scored = [field for field in RESULT_SCHEMA if field.name not in SPAN_COLUMNS]  # v4's spans:
+    missing = [f.name for f in scored if f.name not in frame.columns]  # not in older results
     if missing:
         raise InputError(
             f"run {side} is not a numeric diff results table: column {missing[0]!r} is missing "
-            f"(expected the columns {', '.join(RESULT_COLUMNS)})"
+            f"(expected the columns {', '.join(f.name for f in scored)})"
         )
-    for field in RESULT_SCHEMA:
+    for field in scored:
         column = frame[field.name]
         numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
         if pa.types.is_floating(field.type) and not numeric and column.notna().any():

@@ -17,7 +17,23 @@ reaches both readers (tests/reading/test_lexicon.py adds one to each table of a 
   (RE2, linear time) and numpy, in tiers each exact for the rows it keeps.
 """
 
-from numdiff_component.reading.column import parse_column, several_numbers
+from numdiff_component.reading.column import (
+    ColumnReading,
+    parse_column,
+    read_column,
+    several_numbers,
+)
+from numdiff_component.reading.located import read_number
 from numdiff_component.reading.plain import parse_number
+from numdiff_component.reading.spans import RULES, Reading
 
-__all__ = ["parse_column", "parse_number", "several_numbers"]
+__all__ = [
+    "RULES",
+    "ColumnReading",
+    "Reading",
+    "parse_column",
+    "parse_number",
+    "read_column",
+    "read_number",
+    "several_numbers",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 Spans = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Where each string starts and ends in a text buffer, and that buffer: strings in order, not
@@ -121,3 +122,68 @@ def scale_word_at(
     first = data[where]
     second = np.where(where + 1 < len(data), data[np.minimum(where + 1, len(data) - 1)], 0)
     return one[first] | pairs[first, second]
+
+
+def nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
+    """``strings`` with nulls where ``hide`` is true, sharing their offsets and text buffers."""
+    keep = np.asarray(strings.is_valid(), dtype=bool) & ~hide
+    bits = np.packbits(np.concatenate([np.zeros(strings.offset, bool), keep]), bitorder="little")
+    buffers = [pa.py_buffer(bits), *strings.buffers()[1:]]
+    return pa.Array.from_buffers(strings.type, len(strings), buffers, offset=strings.offset)
+
+
+def replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
+    return pc.replace_with_mask(strings, pa.array(rows), new)
+
+
+def match_group(parts: pa.StructArray, name: str) -> pa.Array | None:
+    """A group of a match (null where the row did not match), if the pattern has it."""
+    return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
+
+
+def per_cent(values: np.ndarray, pct: pa.Array | None) -> None:
+    """Divide the values by 100 where a percent sign was read (group ``pct``), in place."""
+    if pct is not None:
+        values[char_lengths(pct) > 0] /= 100
+
+
+def char_lengths(strings: pa.Array) -> np.ndarray:
+    return np.asarray(pc.utf8_length(strings).fill_null(0))
+
+
+def binary_view(strings: pa.Array) -> pa.Array:
+    """The same buffers as bytes (no copy): Arrow's byte kernels are several times faster."""
+    large = pa.types.is_large_string(strings.type)
+    return strings.view(pa.large_binary() if large else pa.binary())
+
+
+def reversed_strings(strings: pa.Array) -> pa.Array:
+    """Each string reversed, character by character.
+
+    An ASCII string reversed byte by byte is the same; only the others go through
+    ``utf8_reverse`` (several times slower per byte).
+    """
+    ascii_rows = as_mask(pc.string_is_ascii(strings))
+    out = pc.binary_reverse(binary_view(strings)).view(strings.type)
+    if not ascii_rows.all():
+        other = ~ascii_rows & as_mask(strings.is_valid())
+        out = replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
+    return out
+
+
+def last_bytes(strings: pa.Array, size: int) -> pa.Array:
+    """The last ``size` bytes of each string, or up to 3 more: cut where a character starts.
+
+    A cut inside a character moves back to its first byte (never forward: a slice from the
+    start, a start of 0 or more, fails in pyarrow 25 with "Negative buffer resize")."""
+    data = binary_view(strings)
+    tail = pc.binary_slice(data, -size)
+    for more in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
+        inside = CONTINUATION[first_bytes(tail)]
+        if not inside.any():
+            break
+        tail = replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -size - more))
+    return tail.view(strings.type)
+
+
+CONTINUATION = np.arange(256) // 64 == 2  # 0b10xxxxxx: not the first byte of a character

@@ -11,6 +11,7 @@ Differential property tests prove the column reader equal to `parse_number`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,14 +20,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import as_mask, may_hold
+from numdiff_component.reading.buffers import (
+    as_mask,
+    byte_spans,
+    may_hold,
+    nulls_where,
+)
 from numdiff_component.reading.grammar import LATEX_COMMAS
+from numdiff_component.reading.located import number_text, read_number
+from numdiff_component.reading.located_rows import Located
 from numdiff_component.reading.plain import count_tokens, parse_number, parse_text
 from numdiff_component.reading.routes import matching, route, text_route_regex, tier_options
+from numdiff_component.reading.spans import FIRST, LAST, RULE_CODES, VALUE
 from numdiff_component.reading.tiers import (
     MARK,
     cast_whole,
-    nulls_where,
     parse_full,
     parse_lead,
 )
@@ -77,28 +85,52 @@ def _closer_looks(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray
     return plain, special
 
 
-def _tiers(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
-    """Values of a string array (nulls allowed) by the tiers; NaN where no number.
+def _tiers(
+    text: pa.Array, opts: Options, special: np.ndarray | None, located: Located | None
+) -> np.ndarray:
+    """Values of a string array (nulls allowed) by the tiers; NaN where no number; their spans
+    in ``located`` when given.
 
     `parse_lead`, and the rows it hands on to `parse_full`; with §1.1's readings,
     `parse_general` (``special``: see `_closer_looks`).
     """
     if not classic_options(opts):
-        return parse_general(text, opts, special)
-    out, rest = parse_lead(text, opts)
+        return parse_general(text, opts, special, located)
+    out, rest = parse_lead(text, opts, located)
     if opts.pick == "last":  # a row holding the marker itself takes the plain path
         marked = rest & as_mask(pc.match_substring(text, MARK))
         for i in np.flatnonzero(marked):
             value = parse_text(text[i].as_py(), opts)
             out[i] = np.nan if value is None else value
+        if located is not None:
+            located.read_rows(text, marked, opts)
         rest &= ~marked
     if rest.any():
-        out[rest] = parse_full(text.filter(rest), opts)
+        part = None if located is None else Located.empty(int(rest.sum()))
+        out[rest] = parse_full(text.filter(rest), opts, part)
+        if located is not None and part is not None:
+            located.take(rest, part)
     return out
 
 
-def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of a string array (nulls allowed); NaN where no number.
+def _whole_tokens(text: pa.Array, out: np.ndarray, located: Located, rule: str) -> None:
+    """The spans of the rows `cast_whole` read: the whole text (ASCII) but a ``+`` first, which
+    SPEC §1.4 does not count."""
+    starts, ends, data = byte_spans(text)
+    plus = data[np.minimum(starts, len(data) - 1)] == ord("+")  # (an empty text casts to none)
+    start = plus.astype(np.int64) if plus.any() else np.zeros(len(text), np.int64)
+    lengths = np.subtract(ends, starts, dtype=np.int64)
+    whole = np.isfinite(out)
+    if whole.all():  # the arrays made here are the spans (no copy)
+        located.start, located.end = start, lengths
+        located.rule[:] = RULE_CODES[rule]
+    else:
+        located.put(whole, start[whole], lengths[whole], rule)
+
+
+def _parse_strings(text: pa.Array, opts: Options, located: Located | None = None) -> np.ndarray:
+    """Values of a string array (nulls allowed); NaN where no number; their spans in
+    ``located`` when given (SPEC §1.4).
 
     `cast_whole` first (a string Arrow casts to a finite float is a signed plain token, which
     no reading of §1.2 reads otherwise); then the routed rows by the one-value reader and the
@@ -106,6 +138,8 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     """
     base = tier_options(opts)
     out = cast_whole(text, base)
+    if out is not None and located is not None:
+        _whole_tokens(text, out, located, FIRST if opts.pick == "first" else LAST)
     if out is not None and not text.null_count and np.isfinite(out).all():
         return out  # plain numbers only (a number column held as text)
     valid = np.asarray(text.is_valid(), dtype=bool)
@@ -120,10 +154,19 @@ def _parse_strings(text: pa.Array, opts: Options) -> np.ndarray:
     todo &= ~plain
     if todo.sum() * 2 > len(text):  # most rows: hidden as nulls (no copy of the text)
         hidden = text if (todo == valid).all() else nulls_where(text, ~todo)
-        out[todo] = _tiers(hidden, base, None if special is None else special & todo)[todo]
+        part = None if located is None else Located.empty(len(text))
+        out[todo] = _tiers(hidden, base, None if special is None else special & todo, part)[todo]
+        if located is not None and part is not None:
+            located.take(todo, part.subset(todo))
     elif todo.any():
-        out[todo] = _tiers(text.filter(todo), base, None if special is None else special[todo])
-    if plain.any():
+        part = None if located is None else Located.empty(int(todo.sum()))
+        some = None if special is None else special[todo]
+        out[todo] = _tiers(text.filter(todo), base, some, part)
+        if located is not None and part is not None:
+            located.take(todo, part)
+    if plain.any() and located is not None:
+        out[plain] = located.read_rows(text, plain, opts)
+    elif plain.any():
         out[plain] = _read_plain(text.filter(plain), opts, _value_or_nan(opts))
     out[np.isinf(out)] = np.nan  # a token too large for a float
     return out
@@ -220,6 +263,81 @@ def parse_column(values: Any, options: Options | None = None, **overrides: Any) 
         numbers = np.asarray(numbers, dtype=float)
         return np.where(np.isfinite(numbers), numbers, np.nan)
     return _parse_strings(array, opts)
+
+
+def _one_by_one(items: list[Any], opts: Options) -> tuple[np.ndarray, Located]:
+    """`read_number` of each value."""
+    located = Located.empty(len(items))
+    values = np.full(len(items), np.nan)
+    for i, item in enumerate(items):
+        r = read_number(item, opts)
+        if r.value is not None and r.rule is not None:
+            values[i] = r.value
+            located.start[i], located.end[i] = r.start, r.end
+            located.rule[i] = RULE_CODES[r.rule]
+    return values, located
+
+
+def locate_column(values: Any, opts: Options) -> tuple[np.ndarray, Located]:
+    """`parse_column`'s values, and where each was read (SPEC §1.4)."""
+    try:
+        array = as_arrow(values)
+    except UnicodeEncodeError:
+        array = None
+    kind = None if array is None else array.type
+    if array is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        located = Located.empty(len(array))
+        out = _parse_strings(array, opts, located)
+        none = np.isnan(out) & (located.rule >= 0)  # a token too large for a float
+        if none.any():
+            located.start[none], located.end[none], located.rule[none] = -1, -1, -1
+        return out, located
+    if array is not None:
+        items = array.to_pylist()
+    else:
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
+    if kind is not None and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        out = parse_column(array, opts)  # numbers: each span is its whole text
+        located = Located.empty(len(out))
+        found = np.flatnonzero(~np.isnan(out))
+        lengths = np.array([len(number_text(items[i])) for i in found.tolist()], np.int64)
+        located.put(found, 0, lengths, VALUE)
+        return out, located
+    return _one_by_one(items, opts)
+
+
+@dataclass(frozen=True)
+class ColumnReading:
+    """`read_column`'s columns: the numbers (NaN: none), where each was read (``start``,
+    ``end``: nullable integers, code points) and by which rule (strings, null where none)."""
+
+    value: np.ndarray
+    start: pd.api.extensions.ExtensionArray
+    end: pd.api.extensions.ExtensionArray
+    rule: pd.api.extensions.ExtensionArray
+
+
+def as_columns(values: np.ndarray, located: Located) -> ColumnReading:
+    """The columns of a `Located` (nullable integers, rule names)."""
+    none = located.rule < 0
+    rules = pc.take(pa.array(list(RULE_CODES)), pa.array(located.rule, mask=none))
+    return ColumnReading(
+        values,
+        pd.arrays.IntegerArray(located.start, none),
+        pd.arrays.IntegerArray(located.end, none.copy()),
+        rules.to_pandas().array,
+    )
+
+
+def read_column(values: Any, options: Options | None = None, **overrides: Any) -> ColumnReading:
+    r"""Read the number of every value in a column, where it was read and by which rule (SPEC
+    §1.4): `read_number` of each value, as columns.
+
+    >>> r = read_column(["x=-3 and 4", "n/a", "\\boxed{7}"], pick="answer")
+    >>> r.value.tolist(), r.start.tolist(), r.end.tolist(), r.rule.tolist()
+    ([4.0, nan, 7.0], [9, <NA>, 7], [10, <NA>, 8], ['last', nan, 'box'])
+    """
+    return as_columns(*locate_column(values, Options.of(options, **overrides)))
 
 
 def several_numbers(values: Any, options: Options | None = None, **overrides: Any) -> np.ndarray:

@@ -139,18 +139,24 @@ _BRACE = re.compile(r"[{}]")
 
 def answer_span(text: str, opts: Options) -> str | None:
     """The text after the last answer marker (to its closing brace after a box), or ``None``."""
+    bounds = answer_bounds(text, opts)
+    return None if bounds is None else text[bounds[0] : bounds[1]]
+
+
+def answer_bounds(text: str, opts: Options) -> tuple[int, int, bool] | None:
+    """Where `answer_span` starts and ends in ``text``, and whether a box marks it."""
     last = deque(markers_regex(opts).finditer(text), maxlen=1)
     if not last:
         return None
     start = last[0].end()
     if last[0].group("box") is None:
-        return text[start:]
+        return start, len(text), False
     depth = 1  # a counter scan over the braces only: linear, whatever the nesting
     for brace in _BRACE.finditer(text, start):
         depth += 1 if brace.group() == "{" else -1
         if depth == 0:
-            return text[start : brace.start()]
-    return text[start:]  # unclosed: to the end
+            return start, brace.start(), True
+    return start, len(text), True  # unclosed: to the end
 
 
 @lru_cache(maxsize=32)

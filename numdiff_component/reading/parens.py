@@ -20,8 +20,15 @@ def enclosed(text: str, start: int, end: int) -> bool:
     """Whether the token from ``start`` to ``end`` (with its scale word) stands in parentheses.
 
     The blanks before the token are walked back over: a cost the scan paid reaching the token."""
-    if not _CLOSE.match(text, end):
-        return False
+    return enclosure(text, start, end) is not None
+
+
+def enclosure(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where the parentheses enclosing the token from ``start`` to ``end`` open and close
+    (``text[open:close]`` holds both), or ``None``."""
+    close = _CLOSE.match(text, end)
+    if not close:
+        return None
     i = start
     while i > 0 and text[i - 1] in " \t":
         i -= 1
@@ -29,4 +36,6 @@ def enclosed(text: str, start: int, end: int) -> bool:
         i -= 1
         while i > 0 and text[i - 1] in " \t":
             i -= 1
-    return i > 0 and text[i - 1] == OPEN and (i < 2 or text[i - 2] != LATEX_ESCAPE)
+    if i > 0 and text[i - 1] == OPEN and (i < 2 or text[i - 2] != LATEX_ESCAPE):
+        return i - 1, close.end()
+    return None

@@ -34,10 +34,20 @@ from numdiff_component.reading.grammar import (
     plain_number,
     separators,
 )
-from numdiff_component.reading.marks import answer_span, percent_after, scale_after
+from numdiff_component.reading.marks import answer_bounds, percent_after, scale_after
 from numdiff_component.reading.number_words import WORD_CHARS
 from numdiff_component.reading.parens import enclosed
 from numdiff_component.reading.prices import price_tail
+from numdiff_component.reading.spans import (
+    BOX,
+    FIRST,
+    FRACTION,
+    LAST,
+    MARKER,
+    PRICE,
+    SCIENTIFIC,
+    WORDS,
+)
 from numdiff_component.reading.units import unit_after
 from numdiff_component.reading.words import read_phrase
 
@@ -45,13 +55,15 @@ from numdiff_component.reading.words import read_phrase
 @dataclass(frozen=True)
 class Token:
     """A token of a text: its number (signed already for a range), where it starts and ends,
-    and where its scale word is looked for (the end of Y for a range)."""
+    and where its scale word is looked for (the end of Y for a range); ``kind``: the rule of
+    SPEC §1.4 that read it, ``None`` for a decimal token (then where it was found names it)."""
 
     number: float
     start: int
     end: int
     scale_at: int
     is_range: bool = False
+    kind: str | None = None
 
 
 @lru_cache(maxsize=64)
@@ -72,8 +84,9 @@ def _starts(
     return re.compile("|".join(starts))
 
 
-def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
-    """The decimal token at ``pos`` (§1), with its price (§1.2.7) or times-ten tail (§1.2.4)."""
+def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int, str | None] | None:
+    """The decimal token at ``pos`` (§1), with its price (§1.2.7) or times-ten tail (§1.2.4),
+    and the rule of a tail (SPEC §1.4; ``None``: no tail)."""
     found = decimal(opts).match(text, pos)
     if not found:
         return None
@@ -81,16 +94,19 @@ def _decimal_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
     if found.group("exp") is None and found.group("exp2") is None:
         point = separators(opts.decimal_comma)[1]
         tail = price_tail(text, found.end(), number, point) if opts.prices else None
+        kind = PRICE
         if tail is None and opts.scientific:
             tail = scientific.times_ten_tail(text, found.end(), number)
             tail = tail or scientific.power_tail(text, found.end(), number)
+            kind = SCIENTIFIC
         if tail is None and opts.words == "all":
             tail = amounts.tail(
                 text, found.end(), float(number), lambda at: _whole_at(text, at, opts), False
             )
+            kind = WORDS
         if tail is not None:
-            return tail
-    return float(number), found.end()
+            return *tail, kind
+    return float(number), found.end(), None
 
 
 def _whole_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
@@ -112,6 +128,7 @@ def _whole_at(text: str, pos: int, opts: Options) -> tuple[float, int] | None:
 def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | None:
     """The token starting at ``pos``, kinds tried in the order of SPEC §1.2 (no range)."""
     found: tuple[float, int] | None = None
+    kind: str | None = FRACTION
     # Each kind is tried only where its first character stands (a digit for mixed numbers, A/B
     # and "10", a backslash for \frac, a letter for phrases): the same tokens, fewer calls.
     if pos >= len(text):  # a range's Y looked for at the end of the text
@@ -126,18 +143,21 @@ def token_at(text: str, pos: int, opts: Options, words: bool = True) -> Token | 
         elif digit:
             found = fractions.read_slash(text, pos, opts)
     if found is None and opts.scientific and text.startswith(scientific.BASE, pos):
-        found = scientific.read_power(text, pos)
+        found, kind = scientific.read_power(text, pos), SCIENTIFIC
     if found is None and opts.fractions == "all" and (digit or not first.isascii()):
-        found = fractions.read_vulgar(text, pos, opts)
+        found, kind = fractions.read_vulgar(text, pos, opts), FRACTION
     if found is None and (digit or first in ".,"):
-        found = _decimal_at(text, pos, opts)
+        decimal_token = _decimal_at(text, pos, opts)
+        if decimal_token is not None:
+            found, kind = decimal_token[:2], decimal_token[2]
     if found is None and words and opts.words != "none" and first.isascii() and not digit:
+        kind = WORDS
         v4 = opts.words == "all"
         found = read_phrase(text, pos, opts.digits == "any", v4)
         if found is not None and v4:
             whole = lambda at: _whole_at(text, at, opts)  # noqa: E731
             found = amounts.tail(text, found[1], found[0], whole, True) or found
-    return None if found is None else Token(found[0], pos, found[1], found[1])
+    return None if found is None else Token(found[0], pos, found[1], found[1], kind=kind)
 
 
 def _range(text: str, x: Token, opts: Options, words: bool) -> Token | None:
@@ -209,19 +229,26 @@ def _last(items: Iterator[Token]) -> Token | None:
 
 def chosen(text: str, options: Options) -> tuple[str, Token | None]:
     """The text read (the answer span with ``pick="answer"``) and its token ``pick`` chooses."""
-    text = latex_commas(text, options)
+    return chosen_at(latex_commas(text, options), options)[:2]
+
+
+def chosen_at(text: str, options: Options) -> tuple[str, Token | None, int, str]:
+    """`chosen` of a text whose LaTeX commas are read already, with where the text read starts
+    in ``text`` and where the token was found (SPEC §1.4: first, last, marker, box)."""
     if options.pick == "answer":
-        span = answer_span(text, options)
-        if span is not None:  # read as if the span were the whole text
-            return span, next(tokens(span, options), None)
+        bounds = answer_bounds(text, options)
+        if bounds is not None:  # read as if the span were the whole text
+            start, end, box = bounds
+            span = text[start:end]
+            return span, next(tokens(span, options), None), start, BOX if box else MARKER
     if options.pick == "first":
-        return text, next(tokens(text, options), None)
+        return text, next(tokens(text, options), None), 0, FIRST
     if options.pick == "answer" and options.words != "none":
         # No marker: phrases are tokens only in a text with no other token (§1.2.1).
         last = _last(tokens(text, options, words=False))
         if last is not None:
-            return text, last
-    return text, _last(tokens(text, options))
+            return text, last, 0, LAST
+    return text, _last(tokens(text, options)), 0, LAST
 
 
 def parse_text(text: str, options: Options) -> float | None:
@@ -243,7 +270,7 @@ def count_tokens(text: str, opts: Options, at_most: int = 2) -> int:
     return len(list(islice(tokens(latex_commas(text, opts), opts), at_most)))
 
 
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
     if value is None or value is pd.NA:
         return True
     return isinstance(value, (float, np.floating)) and math.isnan(value)
@@ -276,7 +303,7 @@ def parse_number(value: Any, options: Options | None = None, **overrides: Any) -
     (8.5, -99.99)
     """
     opts = Options.of(options, **overrides)
-    if isinstance(value, (bool, np.bool_)) or _is_missing(value):
+    if isinstance(value, (bool, np.bool_)) or is_missing(value):
         return None
     if isinstance(value, (int, float, Decimal, np.integer, np.floating)):
         try:

@@ -30,12 +30,14 @@ from numdiff_component.reading.buffers import (
     span_strings,
     spans_holding,
 )
-from numdiff_component.reading.column import as_arrow, parse_column
+from numdiff_component.reading.column import as_arrow, locate_column
 from numdiff_component.reading.grammar import CURRENCY, separators
+from numdiff_component.reading.located_rows import Located, char_offsets
 from numdiff_component.reading.marks import any_marker_regex, percent_after, scale_after
 from numdiff_component.reading.plain import parse_number, quantity_text
 from numdiff_component.reading.routes import route
-from numdiff_component.reading.signs import signed_values
+from numdiff_component.reading.signs import sign_widths, signed_values
+from numdiff_component.reading.spans import FIRST, LAST
 from numdiff_component.reading.tiers import from_first_digit, to_float
 from numdiff_component.reading.units import unit_in, unit_name, unit_run
 
@@ -89,13 +91,14 @@ def _simple(array: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, pa.Ar
     return simple, tok, rest, head
 
 
-def after_token(rest: str, opts: Options) -> tuple[float, bool, str | None]:
+def after_token(rest: str, opts: Options) -> tuple[float, bool, str | None, int]:
     """What follows a token, given the text right after it: the scale word's factor, whether a
-    percent is read, and the unit text (`value_end` and `quantity_text`'s rules)."""
+    percent is read, the unit text (`value_end` and `quantity_text`'s rules), and where the
+    number's reading ends (SPEC §1.4)."""
     factor, end = scale_after(rest, 0, opts) if opts.scale == "words" else (1.0, 0)
     percent = percent_after(rest, end) if opts.percent == "fraction" else None
     end = end if percent is None else percent
-    return factor, percent is not None, unit_in(unit_run(rest, end))
+    return factor, percent is not None, unit_in(unit_run(rest, end)), end
 
 
 def _names(units: list[str | None]) -> Units:
@@ -123,15 +126,29 @@ def _currencies(strings: pa.Array) -> np.ndarray:
 
 
 def _read_simple(
-    array: pa.Array, simple: np.ndarray, tok: pa.Array, rest: pa.Array, head: Spans, opts: Options
+    array: pa.Array,
+    simple: np.ndarray,
+    tok: pa.Array,
+    rest: pa.Array,
+    head: Spans,
+    opts: Options,
+    located: Located,
 ) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
-    """The numbers of the simple rows and their units (codes into a list of unit texts).
+    """The numbers of the simple rows and their units (codes into a list of unit texts), and
+    their spans in ``located``.
 
     The number as the tiers read it: the token (`to_float`), times the scale word, over 100
     for a percent, with the sign before it (`signed_values`); what follows the token is read
     once per distinct text (`after_token`)."""
     index, reads = _distinct(rest, lambda text: after_token(text, opts))
-    factor, percent, units = (list(column) for column in zip(*reads, strict=True))
+    factor, percent, units, read_ends = (list(column) for column in zip(*reads, strict=True))
+    rows = np.flatnonzero(simple)
+    starts, cuts, _ = head
+    cut = (cuts - starts)[rows]
+    sign = sign_widths((starts[rows], cuts[rows], head[2]))
+    start, end = char_offsets(array, rows, cut - sign, cut + byte_lengths(tok))
+    end = end + np.array(read_ends, np.int64)[index]
+    located.put(rows, start, end, FIRST if opts.pick == "first" else LAST)
     group = separators(opts.decimal_comma)[0]
     values = to_float(tok, opts.decimal_comma, as_mask(pc.match_substring(tok, group)))
     if opts.scale == "words":
@@ -148,14 +165,19 @@ def _read_simple(
     return values, codes, [*CURRENCY, *units]
 
 
-def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
+def parse_quantities(
+    values: Any, options: Options, located: Located | None = None
+) -> tuple[np.ndarray, Units]:
     """Each row's number (`parse_column`) and unit (SPEC §1.3); equal, row for row, to
-    `quantity_text`. Rows with no number have no unit."""
+    `quantity_text`. Rows with no number have no unit. Where each number was read (SPEC
+    §1.4) in ``located`` when given."""
     array = as_arrow(values)
     if array is None or not (
         pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
     ):
-        numbers = parse_column(values, options)
+        numbers, where = locate_column(values, options)
+        if located is not None:
+            located.take(slice(None), where)
         if array is not None:  # numbers, booleans, nulls: no unit
             return numbers, (np.full(len(numbers), -1, np.int32), [])
         items = values.tolist() if hasattr(values, "tolist") else list(values)  # mixed objects
@@ -165,14 +187,16 @@ def parse_quantities(values: Any, options: Options) -> tuple[np.ndarray, Units]:
     numbers = np.full(len(array), np.nan)
     codes = np.full(len(array), -1, np.int64)
     table: list[str | None] = []
+    located = located if located is not None else Located.empty(len(array))
     if simple.any():
         numbers[simple], codes[simple], table = _read_simple(
-            array, simple, tok, rest, head, options
+            array, simple, tok, rest, head, options, located
         )
     other = ~simple & as_mask(array.is_valid())
     if other.any():
         strings = array if other.all() else array.filter(other)
-        numbers[other] = parse_column(strings, options)
+        numbers[other], where = locate_column(strings, options)
+        located.take(other, where)
         found = other & np.isfinite(numbers)
         units = lambda s: quantity_text(s, options)[1]  # noqa: E731
         index, texts = _distinct(array.filter(found), units)

@@ -101,6 +101,15 @@ def _after_between(text: str, x: Read) -> bool:
     return _BETWEEN.search(head) is not None
 
 
+def between_start(text: str, start: int) -> int | None:
+    """Where ``between`` starts when a range's X at ``start`` follows it (SPEC §1.4)."""
+    first = max(0, start - 64)  # as `_after_between`: a bounded look
+    head = text[first:start]
+    prefix = _X_PREFIX.search(head)
+    found = _BETWEEN.search(head[: prefix.start()] if prefix else head)
+    return None if found is None else first + found.start()
+
+
 def extend(text: str, x: Read, read_y: Reader, any_digits: bool) -> tuple[Read, int] | None:
     """The range starting with X, as a token worth the midpoint, and Y's end (where its scale
     word and percent are looked for); ``None`` when X starts no range."""

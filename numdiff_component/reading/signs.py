@@ -29,21 +29,34 @@ def signed_values(head: Spans, values: np.ndarray, last: np.ndarray | None = Non
     """The values with the sign that ends ``head``, the text before each token, when it belongs
     (see SPEC §1): right before the token, or right before one currency symbol that ends
     ``head`` (SPEC v3). ``last``: `last_byte` of ``head`` when the caller has it."""
-    # A minus ends with one of `MINUS_LAST` (0x2D, 0x92): only those heads are looked at; and
-    # the heads ending with a currency symbol right after such a byte, up to that symbol.
-    starts, ends, data = head
-    last = last_byte(head) if last is None else last
-    rows = np.flatnonzero(MINUS_LAST[last])
-    negate = rows[_sign_minus(data, starts[rows], ends[rows])]
-    rows, symbol = _currency_after_minus(head, last)
-    negate = np.concatenate([negate, rows[_sign_minus(data, starts[rows], symbol)]])
+    negate = sign_widths(head, last) > 0
     values[negate] = -values[negate]
     return values
 
 
-def _sign_minus(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def sign_widths(head: Spans, last: np.ndarray | None = None) -> np.ndarray:
+    """The bytes that the sign ending ``head`` takes (with the currency symbol after it, SPEC
+    v3), where it belongs to the token after ``head``; 0 where none does (see `signed_values`)."""
+    # A minus ends with one of `MINUS_LAST` (0x2D, 0x92): only those heads are looked at; and
+    # the heads ending with a currency symbol right after such a byte, up to that symbol.
+    starts, ends, data = head
+    last = last_byte(head) if last is None else last
+    widths = np.zeros(len(starts), np.int64)
+    rows = np.flatnonzero(MINUS_LAST[last])
+    sign, size = _sign_minus(data, starts[rows], ends[rows])
+    widths[rows[sign]] = size[sign]
+    rows, symbol = _currency_after_minus(head, last)
+    sign, size = _sign_minus(data, starts[rows], symbol)
+    widths[rows[sign]] = ends[rows[sign]] - symbol[sign] + size[sign]
+    return widths
+
+
+def _sign_minus(
+    data: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Whether each span ``start``..``end`` of ``data`` (each ending with a minus's last byte)
-    ends with a minus that is a sign: at the start, or after a character that is not alnum.
+    ends with a minus that is a sign: at the start, or after a character that is not alnum;
+    and the bytes of that minus.
 
     The minus is one of `grammar.MINUS`, compared on its UTF-8 bytes; the character before it
     is ASCII when its last byte is (a continuation byte is >= 0x80), and an ASCII character is
@@ -64,7 +77,7 @@ def _sign_minus(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     other = (size > 0) & ~at_start & (byte >= 0x80)
     if other.any():
         sign[other] = _minus_ends(span_strings(data, start[other], end[other]))
-    return sign
+    return sign, size
 
 
 _ASCII_ALNUM = byte_table((string.digits + string.ascii_letters).encode())

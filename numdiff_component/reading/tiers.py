@@ -19,14 +19,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
+from numdiff_component.reading import located_rows
 from numdiff_component.reading.buffers import (
     as_mask,
     astral_chars,
     byte_lengths,
     byte_spans,
     byte_table,
+    char_lengths,
     last_byte,
+    match_group,
     may_hold,
+    nulls_where,
+    per_cent,
+    replace_rows,
     rows_holding,
     scale_word_at,
     spans_holding,
@@ -46,6 +52,7 @@ from numdiff_component.reading.grammar import (
     token_parts,
     token_regex,
 )
+from numdiff_component.reading.located_rows import Located
 from numdiff_component.reading.marks import (
     LATEX_ESCAPE,
     PERCENT,
@@ -56,7 +63,7 @@ from numdiff_component.reading.marks import (
     scale_first,
     scale_regex,
 )
-from numdiff_component.reading.signs import signed_values
+from numdiff_component.reading.signs import sign_widths, signed_values
 
 MARK = "\ue000"  # private-use marker put before each token to find the last one
 
@@ -219,14 +226,6 @@ def to_float(tokens: pa.Array, decimal_comma: bool, grouped: np.ndarray) -> np.n
     return values
 
 
-def nulls_where(strings: pa.Array, hide: np.ndarray) -> pa.Array:
-    """``strings`` with nulls where ``hide`` is true, sharing their offsets and text buffers."""
-    keep = np.asarray(strings.is_valid(), dtype=bool) & ~hide
-    bits = np.packbits(np.concatenate([np.zeros(strings.offset, bool), keep]), bitorder="little")
-    buffers = [pa.py_buffer(bits), *strings.buffers()[1:]]
-    return pa.Array.from_buffers(strings.type, len(strings), buffers, offset=strings.offset)
-
-
 def _after_token(
     text: pa.Array, cut: np.ndarray, tok: pa.Array, matched: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -258,8 +257,9 @@ def _after_token(
     return right, later, rows, where
 
 
-def parse_full(text: pa.Array, opts: Options) -> np.ndarray:
-    """Values of a string array with no nulls, by the full grammar; NaN where no number."""
+def parse_full(text: pa.Array, opts: Options, located: Located | None = None) -> np.ndarray:
+    """Values of a string array with no nulls, by the full grammar; NaN where no number; their
+    spans in ``located`` when given (SPEC §1.4)."""
     if opts.pick == "last":
         marked = pc.replace_substring_regex(text, _scan_regex(opts.decimal_comma), MARK + r"\0")
         split = pc.extract_regex(marked, rf"(?s)^(?P<head>.*){MARK}(?P<tail>.*)$")
@@ -279,6 +279,12 @@ def parse_full(text: pa.Array, opts: Options) -> np.ndarray:
     if opts.percent == "fraction":
         per_cent(values, pct)
     out[found] = signed_values(byte_spans(head), values)
+    if located is not None:
+        pct = pct if opts.percent == "fraction" else None
+        if opts.pick == "last":
+            located_rows.after_head(located, text, found, head, tok, pct)
+        else:
+            located_rows.at_first_digit(located, text, found, head, tok, pct, from_first_digit)
     return out
 
 
@@ -307,8 +313,11 @@ def cast_whole(text: pa.Array, opts: Options) -> np.ndarray | None:
     return values.to_numpy(zero_copy_only=False, writable=True)
 
 
-def parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
-    """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot.
+def parse_lead(
+    text: pa.Array, opts: Options, located: Located | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the rows that `_lead_regex` reads exactly; the mask of the rows it cannot;
+    their spans in ``located`` when given (SPEC §1.4).
 
     Exact because the leftmost token starts at the first digit unless a point stands right
     before it, and reads as that digit run when the run has no separator or a clean grouped
@@ -362,11 +371,13 @@ def parse_lead(text: pa.Array, opts: Options) -> tuple[np.ndarray, np.ndarray]:
     values[~found] = np.nan
     if percent is not None and opts.percent == "fraction":
         values[percent] /= 100
-    return signed_values(head, values, before), matched & ~found
-
-
-def replace_rows(strings: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
-    return pc.replace_with_mask(strings, pa.array(rows), new)
+    else:
+        percent = None
+    sign = sign_widths(head, before)
+    values[sign > 0] *= -1
+    if located is not None:
+        located_rows.lead(located, text, found, cut, tok, sign, percent, opts)
+    return values, matched & ~found
 
 
 def decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
@@ -380,18 +391,3 @@ def decimal_values(tok: pa.Array, opts: Options) -> np.ndarray:
             tok, grouped, pc.replace_substring_regex(tok.filter(grouped), pattern, "")
         )
     return to_float(tok, opts.decimal_comma, np.zeros(len(tok), bool))
-
-
-def match_group(parts: pa.StructArray, name: str) -> pa.Array | None:
-    """A group of a match (null where the row did not match), if the pattern has it."""
-    return pc.struct_field(parts, name) if parts.type.get_field_index(name) >= 0 else None
-
-
-def per_cent(values: np.ndarray, pct: pa.Array | None) -> None:
-    """Divide the values by 100 where a percent sign was read (group ``pct``), in place."""
-    if pct is not None:
-        values[char_lengths(pct) > 0] /= 100
-
-
-def char_lengths(strings: pa.Array) -> np.ndarray:
-    return np.asarray(pc.utf8_length(strings).fill_null(0))

@@ -13,7 +13,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from numdiff_component.options import Options
-from numdiff_component.reading.buffers import as_mask, byte_spans, first_bytes, may_hold
+from numdiff_component.reading.buffers import (
+    as_mask,
+    byte_spans,
+    char_lengths,
+    last_bytes,
+    match_group,
+    may_hold,
+    nulls_where,
+    per_cent,
+    replace_rows,
+    reversed_strings,
+)
 from numdiff_component.reading.fractions import FRAC, FRAC_COMMANDS, SLASH, frac_regex
 from numdiff_component.reading.grammar import (
     BLANK,
@@ -30,6 +41,7 @@ from numdiff_component.reading.grammar import (
     separators,
     token_regex,
 )
+from numdiff_component.reading.located_rows import Located, code_points
 from numdiff_component.reading.marks import (
     BOX_REGEX,
     PERCENT,
@@ -41,16 +53,8 @@ from numdiff_component.reading.marks import (
 )
 from numdiff_component.reading.plain import parse_text
 from numdiff_component.reading.signs import alnum_mask, signed_values
-from numdiff_component.reading.tiers import (
-    MARK,
-    char_lengths,
-    decimal_values,
-    match_group,
-    nulls_where,
-    parse_lead,
-    per_cent,
-    replace_rows,
-)
+from numdiff_component.reading.spans import BOX, FIRST, MARKER
+from numdiff_component.reading.tiers import MARK, decimal_values, parse_lead
 
 # --- the vectorised path of SPEC §1.1 -------------------------------------------------------
 #
@@ -135,44 +139,6 @@ def reversed_last_regex(opts: Options) -> str:
 _TAIL = 100  # bytes: most answers end within them
 
 
-def _binary(strings: pa.Array) -> pa.Array:
-    """The same buffers as bytes (no copy): Arrow's byte kernels are several times faster."""
-    large = pa.types.is_large_string(strings.type)
-    return strings.view(pa.large_binary() if large else pa.binary())
-
-
-def _reverse(strings: pa.Array) -> pa.Array:
-    """Each string reversed, character by character.
-
-    An ASCII string reversed byte by byte is the same; only the others go through
-    ``utf8_reverse`` (several times slower per byte).
-    """
-    ascii_rows = as_mask(pc.string_is_ascii(strings))
-    out = pc.binary_reverse(_binary(strings)).view(strings.type)
-    if not ascii_rows.all():
-        other = ~ascii_rows & as_mask(strings.is_valid())
-        out = replace_rows(out, other, pc.utf8_reverse(strings.filter(other)))
-    return out
-
-
-def _tail(strings: pa.Array) -> pa.Array:
-    """The last `_TAIL` bytes of each string, or up to 3 more: cut where a character starts.
-
-    A cut inside a character moves back to its first byte (never forward: a slice from the
-    start, a start of 0 or more, fails in pyarrow 25 with "Negative buffer resize")."""
-    data = _binary(strings)
-    tail = pc.binary_slice(data, -_TAIL)
-    for more in range(1, 4):  # a UTF-8 character has at most 3 bytes after its first
-        inside = _CONTINUATION[first_bytes(tail)]
-        if not inside.any():
-            break
-        tail = replace_rows(tail, inside, pc.binary_slice(data.filter(inside), -_TAIL - more))
-    return tail.view(strings.type)
-
-
-_CONTINUATION = np.arange(256) // 64 == 2  # 0b10xxxxxx: not the first byte of a character
-
-
 def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> list[pa.Array]:
     """Groups ``names`` of ``pattern`` on each reversed string; null where it does not match.
 
@@ -182,8 +148,8 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
     """
     starts, ends, _ = byte_spans(text)
     long = (ends - starts > _TAIL) & as_mask(text.is_valid())
-    tail = _tail(text) if long.any() else text
-    parts = pc.extract_regex(_reverse(tail), pattern)
+    tail = last_bytes(text, _TAIL) if long.any() else text
+    parts = pc.extract_regex(reversed_strings(tail), pattern)
     fields = [pc.struct_field(parts, name) for name in names]
     if long.any():
         ctx = pc.struct_field(parts, "ctx")
@@ -191,7 +157,7 @@ def _reversed_search(text: pa.Array, pattern: str, names: tuple[str, ...]) -> li
         at_cut = as_mask(pc.equal(ctx, "")) & as_mask(pc.greater(pc.utf8_length(word), 0))
         again = long & (~as_mask(parts.is_valid()) | at_cut)
         if again.any():
-            more = pc.extract_regex(_reverse(text.filter(again)), pattern)
+            more = pc.extract_regex(reversed_strings(text.filter(again)), pattern)
             fields = [
                 replace_rows(f, again, pc.struct_field(more, name))
                 for f, name in zip(fields, names, strict=True)
@@ -275,7 +241,7 @@ def _read_last(text: pa.Array, opts: Options) -> np.ndarray:
     return out
 
 
-def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
+def _last_values(strings: pa.Array, opts: Options, located: Located) -> np.ndarray:
     """Values of the last token of each string (no `MARK`); NaN where none.
 
     Tiers: a text with one digit run (`parse_lead`); else the run of token characters around
@@ -283,46 +249,56 @@ def _last_values(strings: pa.Array, opts: Options) -> np.ndarray:
     digit run, else by the scan (`_read_last`).
     """
     last = Options.of(opts, pick="last")
-    out, rest = parse_lead(strings, last)
+    out, rest = parse_lead(strings, last, located)
     if rest.any():
         index = np.flatnonzero(rest)
         (around,) = _reversed_search(strings.filter(rest), reversed_last_regex(opts), ("r",))
         found = as_mask(around.is_valid())
-        around, index = _reverse(around.filter(found)), index[found]
-        values, again = parse_lead(around, last)
+        around, index = reversed_strings(around.filter(found)), index[found]
+        whole = code_points(strings)[index]
+        part = Located.empty(len(around))
+        values, again = parse_lead(around, last, part)
         out[index] = values
         if again.any():
             out[index[again]] = _read_last(around.filter(again), opts)
+            part.read_rows(around, again, last)
+        located.take(index, part, whole - code_points(around))  # `around` ends the text
     return out
 
 
-def _first_values(strings: pa.Array, opts: Options) -> np.ndarray:
+def _first_values(strings: pa.Array, opts: Options, located: Located) -> np.ndarray:
     """Values of the first token of each string (no nulls); NaN where none.
 
     The token at the first digit, when nothing around it can make §1.1's token there another
     one: `parse_lead` reads it (one cheap pass); only the others go to `_read`, several times
     slower per row.
     """
-    out, rest = parse_lead(strings, Options.of(opts, pick="first"))
+    first = Options.of(opts, pick="first")
+    out, rest = parse_lead(strings, first, located)
     if rest.any():
         out[rest] = _read(strings.filter(rest), opts)
+        located.read_rows(strings, rest, first)
     return out
 
 
-def _answer_spans(text: pa.Array, opts: Options) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """Rows with an answer marker, their spans, and the rows whose box nests too deep to cut."""
+def _answer_spans(
+    text: pa.Array, opts: Options
+) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows with an answer marker, their spans, the rows whose box nests too deep to cut, the
+    spans' boxes, and where each span starts in its text (code points)."""
     names = ("r", "c", "box", "ans")
     r, c, box = _reversed_search(text, reversed_answer_regex(opts), names)[:3]
     marked = as_mask(r.is_valid())
     r, c, box = r.filter(marked), c.filter(marked), box.filter(marked)
-    span = _reverse(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
+    span = reversed_strings(pc.binary_join_element_wise(r, c, pa.scalar("", r.type)))
+    offset = code_points(text)[marked] - code_points(span)
     box = np.asarray(pc.utf8_length(box)) > 0
     deep = np.zeros(len(span), bool)
     if box.any():
         inside = pc.extract_regex(span.filter(box), BOX_REGEX)
         deep[box] = ~as_mask(inside.is_valid())
         span = replace_rows(span, box, pc.struct_field(inside, "in").fill_null(""))
-    return marked, span, deep
+    return marked, span, deep, box, offset
 
 
 def special_parts(opts: Options) -> list[tuple[str, bytes]]:
@@ -349,12 +325,16 @@ def special_bytes(opts: Options) -> bytes:
     return b"".join(byte for _, byte in special_parts(opts))
 
 
-def parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = None) -> np.ndarray:
+def parse_general(
+    text: pa.Array, opts: Options, special: np.ndarray | None = None, located: Located | None = None
+) -> np.ndarray:
     """Values of a string array (nulls allowed) with any option of SPEC §1.1; NaN where none.
 
     ``special``: the rows that match `special_regex`, when the caller has found them (a
-    superset will do: the others only take one more test).
+    superset will do: the others only take one more test). Their spans in ``located`` when
+    given (SPEC §1.4).
     """
+    located = located if located is not None else Located.empty(len(text))
     original = text
     out = np.full(len(text), np.nan)
     rows = as_mask(text.is_valid())
@@ -380,21 +360,31 @@ def parse_general(text: pa.Array, opts: Options, special: np.ndarray | None = No
     else:
         index = np.flatnonzero(rows)
         strings = text.filter(rows)
+    part = Located.empty(len(strings))
     if opts.pick == "first":
-        out[index] = _first_values(strings, opts)
+        out[index] = _first_values(strings, opts, part)
+        located.take(index, part)
     else:
         marked = np.zeros(len(index), bool)
         if opts.pick == "answer":
             marked = as_mask(pc.match_substring_regex(strings, any_marker_regex(opts)))
             if marked.any():
-                has, span, deep = _answer_spans(strings.filter(marked), opts)
+                has, span, deep, box, offset = _answer_spans(strings.filter(marked), opts)
                 found = index[marked][has]
                 hard[found[deep]] = True  # the plain path reads those
-                out[found[~deep]] = _first_values(span.filter(~deep) if deep.any() else span, opts)
+                kept = ~deep
+                spans = Located.empty(int(kept.sum()))
+                out[found[kept]] = _first_values(span.filter(kept), opts, spans)
+                spans.rename(box[kept], FIRST, BOX)
+                spans.rename(~box[kept], FIRST, MARKER)
+                located.take(found[kept], spans, offset[kept])
         # Marked rows are hidden (nulls sharing the buffers), not filtered out (a copy).
-        values = _last_values(nulls_where(strings, marked) if marked.any() else strings, opts)
+        hidden = nulls_where(strings, marked) if marked.any() else strings
+        values = _last_values(hidden, opts, part)
         out[index[~marked]] = values[~marked]
+        located.take(index[~marked], part.subset(~marked))
     for i in np.flatnonzero(hard):
         value = parse_text(original[i].as_py(), opts)
         out[i] = np.nan if value is None else value
+    located.read_rows(original, hard | special, opts)  # LaTeX commas moved their offsets
     return out

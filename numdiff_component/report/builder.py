@@ -172,6 +172,9 @@ class ReportBuilder:
         for name, column in (("output", self.output_col), ("expected", self.expected_col)):
             if column in picked.columns:
                 columns[name] = picked[column].to_numpy(dtype=object)
+                for end in ("start", "end"):  # where its number was read (SPEC §1.4)
+                    if f"{name}_{end}" in picked.columns:
+                        columns[f"{name}_{end}"] = picked[f"{name}_{end}"].array
         for name in ("output_value", "expected_value", "score", "label"):
             columns[name] = picked[name].to_numpy()
         return pd.DataFrame(columns)

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.errors import visible
+from numdiff_component.reading.located import number_text
+from numdiff_component.reading.spans import around
 
 if TYPE_CHECKING:
     import jinja2
@@ -83,10 +85,49 @@ def text(value: Any, limit: int | None = CELL_CHARS) -> str:
     return text
 
 
-def cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The header and the rows of ``frame`` as text."""
-    header = [str(c).replace("_", " ") for c in frame.columns]
-    return header, [[text(v) for v in row] for row in frame.itertuples(index=False)]
+SPAN_CHARS = 30
+"""Characters shown on each side of the number read in a row's text (SPEC §1.4)."""
+NO_NUMBER = "no number: "
+
+
+def marked(value: Any, start: Any, end: Any) -> str | dict[str, str]:
+    """A cell of text around the number read in it (``value[start:end]``, SPEC §1.4): its
+    ``before``, ``token`` and ``after`` as one line of visible text each, `SPAN_CHARS` around
+    the token, ``…`` where the text is cut, for the templates to mark the token. A text with
+    no number shows its start, and says so."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if pd.isna(start):
+        return NO_NUMBER + text(value, CELL_CHARS - len(NO_NUMBER))
+    written = str(value) if isinstance(value, str) else number_text(value)
+    before, token, after = around(written, int(start), int(end), SPAN_CHARS)
+    return {"before": _part(before), "token": _part(token), "after": _part(after)}
+
+
+def _part(part: str) -> str:
+    """`visible`, keeping one space where ``part`` starts or ends with blank space (it meets
+    another part of the line there)."""
+    shown = (" " if part[:1].isspace() else "") + visible(part)
+    return shown + " " if part[-1:].isspace() and not shown.endswith(" ") else shown
+
+
+def cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str | dict[str, str]]]]:
+    """The header and the rows of ``frame`` as text; its ``output`` and ``expected`` as the
+    text around their numbers (`marked`), where it holds their spans (``output_start``...)."""
+    spans = [
+        side for side in ("output", "expected") if {side, f"{side}_start"} <= set(frame.columns)
+    ]
+    drop = [f"{side}_{end}" for side in spans for end in ("start", "end")]
+    shown = [c for c in frame.columns if c not in drop]
+    rows: list[list[str | dict[str, str]]] = []
+    for _, row in frame.iterrows():
+        rows.append(
+            [
+                marked(row[c], row[f"{c}_start"], row[f"{c}_end"]) if c in spans else text(row[c])
+                for c in shown
+            ]
+        )
+    return [str(c).replace("_", " ") for c in shown], rows
 
 
 # Backslash escapes for what makes emphasis, strikethrough, code, links, images and table cells,

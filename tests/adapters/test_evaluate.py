@@ -28,9 +28,10 @@ from numdiff_component import (
     numeric_diff_scorer,
     score_frame,
 )
+from numdiff_component.scoring import SPAN_COLUMNS
 from tests.fixtures.commands import invoke
 from tests.fixtures.samples import items_table, reference_aggregates, reference_items
-from tests.fixtures.tables import write_table
+from tests.fixtures.tables import assert_spans_read_again, span_texts, write_table
 
 TEXT_TABLE = pd.DataFrame(
     {
@@ -105,10 +106,9 @@ def _by_scorer(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], 
 def _by_pyfunc(df: pd.DataFrame, options: dict[str, Any]) -> tuple[list[float], dict[str, float]]:
     predicted = NumericDiffModel(Options(**options)).predict(None, df)
     expected = score_frame(df, options=Options(**options))
-    # The model holds None where there is no number (null in JSON): NaN here.
-    numbers = predicted.astype(
-        dict.fromkeys(["output_value", "expected_value", "abs_error"], float)
-    )
+    # The model holds None where there is no number (null in JSON): NaN (NA) here.
+    kinds = dict.fromkeys(["output_value", "expected_value", "abs_error"], float)
+    numbers = predicted.astype(kinds | {c: expected[c].dtype for c in SPAN_COLUMNS})
     pd.testing.assert_frame_equal(numbers, expected[list(predicted.columns)])
     return predicted["score"].tolist(), aggregate(predicted)
 
@@ -177,6 +177,22 @@ def test_metric_justifications_name_the_numbers_or_the_missing_side() -> None:
     assert all(type(s) is float for s in value.scores)
 
 
+def test_justifications_quote_where_each_number_was_read() -> None:
+    """SPEC §1.4: the span, marked, with the text around it (cut with … far from it)."""
+    long = "Step 1: 3+4=7. Step 2: 7*2=14. So after all that work the final answer is 14."
+    value = numeric_diff_metric.eval_fn(
+        pd.Series([long, "x=-3", "7"]), pd.Series(["14", "-3", "about 7 kg"]), {"pick": "last"}
+    )
+    assert value.justifications == [
+        'output 14 read from "…that work the final answer is [14.]", expected 14, '
+        "difference 0: score 1 (pass)",
+        'output -3 read from "x=[-3]", expected -3, difference 0: score 1 (pass)',
+        'output 7, expected 7 read from "about [7] kg", difference 0: score 1 (pass)',
+    ]
+    fb, _ = make_numeric_diff_scorer(pick="last")(outputs=long, expectations={"expected": 14})
+    assert fb.rationale == value.justifications[0]
+
+
 def test_metric_pairs_rows_by_position_not_index() -> None:
     predictions = pd.Series(["1", "2"], index=[10, 11])
     value = numeric_diff_metric.eval_fn(predictions, pd.Series(["1", "2"]))
@@ -228,7 +244,7 @@ def test_metric_refuses_the_same_column_on_both_sides() -> None:
 
 
 def test_scorer_fields_are_the_option_schema_and_take_a_preset() -> None:
-    from numdiff_component.adapters.evaluate import NumericDiffScorer
+    from numdiff_component.adapters.genai import NumericDiffScorer
     from numdiff_component.options import OPTION_NAMES
 
     assert set(OPTION_NAMES) <= set(NumericDiffScorer.model_fields)
@@ -252,7 +268,9 @@ def test_scorer_feedbacks() -> None:
     assert (score_fb.name, passed_fb.name) == ("numeric_diff/score", "numeric_diff/passed")
     assert score_fb.value == pytest.approx(1 - 1 / 42)
     assert passed_fb.value is False
-    assert score_fb.rationale == "output 41, expected 42, difference 1: score 0.97619 (fail)"
+    assert score_fb.rationale == (
+        'output 41 read from "It is [41.]", expected 42, difference 1: score 0.97619 (fail)'
+    )
     assert passed_fb.rationale == "score 0.97619 < threshold 0.99"
 
 
@@ -328,7 +346,8 @@ def test_models_evaluate_logs_metrics_and_the_per_row_table() -> None:
     assert table["numeric_diff/score"].tolist() == score_frame(SAMPLE)["score"].tolist()
     assert table["numeric_diff/justification"].tolist() == [
         "output 391, expected 391, difference 0: score 1 (pass)",
-        "output 212, expected 212, difference 0: score 1 (pass)",
+        'output 212 read from "The answer is [212] degrees F.", expected 212, difference 0: '
+        "score 1 (pass)",
         "output -12, expected -12, difference 0: score 1 (pass)",
         "no number in the output: score 0 (unparseable)",
     ]
@@ -392,7 +411,8 @@ def test_every_entry_point_logs_the_same_metrics(
     assert {"numeric_diff/mae", "numeric_diff/median_abs_error"} <= set(want)
     assert want["numeric_diff/no_answer_rate"] > 0 and 0 < want["numeric_diff/pass_rate"] < 1
 
-    done = invoke("score", str(write_table(table, tmp_path / "t.csv")), "--threshold", "0.9")
+    csv = str(write_table(table, tmp_path / "t.csv"))
+    done = invoke("score", csv, "--threshold", "0.9", "--results-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     run_id = next(
         line.split()[1] for line in done.stdout.splitlines() if line.split()[:1] == ["run"]
@@ -427,6 +447,25 @@ def test_every_entry_point_logs_the_same_metrics(
     assert "no number in the output: score 0 (unparseable)" in set(
         table_rows["numeric_diff/score/rationale"]
     )
+
+    # Where each number was read (SPEC §1.4): the same spans through the CLI and pandas, each
+    # reading again as its number; the justification and the rationale quote each span.
+    pandas = score_frame(table, threshold=0.9)
+    assert_spans_read_again(pandas, {"threshold": 0.9})
+    cli = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    for name in SPAN_COLUMNS:
+        assert cli[name].tolist() == pandas[name].tolist(), name
+    assert_spans_read_again(cli, {"threshold": 0.9})
+    quotes = [
+        "" if span is None or span == text else f"[{span}]"
+        for span, text in zip(span_texts(pandas, "output", table.output), table.output, strict=True)
+    ]
+    justified = mlflow.load_table("eval_results_table.json", run_ids=[run.info.run_id])
+    requests = table_rows["request"].map(str)
+    rationales = dict(zip(requests, table_rows["numeric_diff/score/rationale"], strict=True))
+    for i, quote in enumerate(quotes):
+        assert quote in justified["numeric_diff/justification"][i], (i, quote)
+        assert quote in next(r for q, r in rationales.items() if f"'q{i}'" in q), (i, quote)
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from numdiff_component import (
 from numdiff_component.adapters.pyfunc import SIGNATURE, log_numeric_diff_model, model_config
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
+from numdiff_component.scoring import SPAN_COLUMNS
 from tests.fixtures.commands import SCRIPT, invoke, numdiff_process, one_line_error
 from tests.fixtures.servers import free_port, stop
 
@@ -45,7 +46,7 @@ pytestmark = pytest.mark.usefixtures("tracking_uri")
 def _core(frame: pd.DataFrame, **options: object) -> pd.DataFrame:
     """score_frame's result columns, with None where there is no number (strict JSON)."""
     results = score_frame(frame, options=Options.of(None, **options))[list(OUTPUT_COLUMNS)]
-    for name in ("output_value", "expected_value", "abs_error"):
+    for name in ("output_value", "expected_value", "abs_error", *SPAN_COLUMNS):
         results[name] = results[name].astype(object).where(results[name].notna(), None)
     return results
 

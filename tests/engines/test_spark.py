@@ -36,11 +36,11 @@ from numdiff_component.engines.spark import (
 from numdiff_component.inputs.tables import open_table
 from numdiff_component.job.run import JobOutcome, run_job
 from numdiff_component.options import Options
-from numdiff_component.scoring import RESULT_COLUMNS
+from numdiff_component.scoring import RESULT_COLUMNS, SPAN_COLUMNS
 from numdiff_component.task.config import JobConfig, Scoring
 from numdiff_component.tracking.evaluation import metrics
 from numdiff_component.tracking.records import load_results
-from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS
+from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS, assert_spans_read_again
 
 # One local Spark session (a session fixture per xdist worker): this file goes to one worker
 # (--dist loadscope).
@@ -170,6 +170,12 @@ def assert_same_results(got: pd.DataFrame, want: pd.DataFrame) -> None:
         np.testing.assert_array_equal(got[name].to_numpy(float), want[name].to_numpy(float), name)
     assert got["passed"].tolist() == want["passed"].tolist()
     assert got["label"].tolist() == want["label"].tolist()
+    for name in SPAN_COLUMNS:  # SPEC §1.4: null where no number, as pandas' NA
+        assert _cells(got[name]) == _cells(want[name]), name
+
+
+def _cells(column: pd.Series) -> list[Any]:
+    return [None if pd.isna(value) else value for value in column]
 
 
 READINGS = {"pick": "answer", "scale": "words", "thousands": "any", "fractions": True}
@@ -228,6 +234,15 @@ def test_prose_equals_pandas(frames: tuple[pd.DataFrame, Any], options: dict[str
     assert_same_results(got, want)
 
 
+@pytest.mark.parametrize("options", OPTION_SETS[6:], ids=lambda o: ",".join(o))
+def test_spans_read_again_through_spark(
+    frames: tuple[pd.DataFrame, Any], options: dict[str, Any]
+) -> None:
+    """SPEC §1.4: each row's span holds its number, through Spark as through pandas."""
+    _, sdf = frames
+    assert_spans_read_again(collect(score_spark(sdf, **options)), options)
+
+
 TYPED_PAIRS = [
     ("double", "output"),
     ("long", "decimal"),
@@ -258,6 +273,8 @@ def test_result_types_and_nulls(frames: tuple[pd.DataFrame, Any]) -> None:
         "double",
         "boolean",
         "string",
+        *["bigint"] * 4,
+        *["string"] * 2,
     ]
     row = results.selectExpr(
         "count_if(label = 'unparseable') AS unparseable",
@@ -567,7 +584,10 @@ def test_csv_results_equal_pandas_engine_cell_for_cell(spark: Any, tmp_path: Pat
     spark_outcome = run_spark_job(replace(config, results_dir=str(tmp_path / "spark")), spark)
     want = pd.read_parquet(pandas.results_path)
     assert want["note"].tolist() == ["", "x", "", '""']
-    pd.testing.assert_frame_equal(pd.read_parquet(spark_outcome.results_path), want)
+    # pandas keeps its nullable integers in the file's metadata, which Spark does not write.
+    positions = dict.fromkeys([c for c in SPAN_COLUMNS if not c.endswith("_rule")], "Int64")
+    got = pd.read_parquet(spark_outcome.results_path).astype(positions)
+    pd.testing.assert_frame_equal(got, want.astype(positions))
 
 
 def test_sigterm_during_a_spark_job_leaves_no_partial_output(tmp_path: Path) -> None:

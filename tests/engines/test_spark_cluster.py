@@ -28,6 +28,7 @@ import pytest
 
 from numdiff_component.job.run import run_job
 from numdiff_component.options import Options
+from numdiff_component.scoring import SPAN_COLUMNS
 from numdiff_component.task.config import JobConfig, Scoring
 from tests.fixtures.run import TEST_JVM_OPTIONS
 
@@ -282,7 +283,10 @@ def numdiff(
 
 
 def results(folder: Path) -> pd.DataFrame:
-    return pd.read_parquet(folder / "results.parquet")
+    """The results file; the span positions as nullable integers (pandas keeps that type in the
+    file's metadata, which Spark does not write)."""
+    positions = [name for name in SPAN_COLUMNS if not name.endswith("_rule")]
+    return pd.read_parquet(folder / "results.parquet").astype(dict.fromkeys(positions, "Int64"))
 
 
 def assert_one_line(result: subprocess.CompletedProcess[str], code: int, *words: str) -> None:

@@ -117,9 +117,11 @@ def test_summary_has_headline_aggregates_options_and_the_planted_failures(
     # Only the three planted misses fail, lowest first: the sign flip (0), 0.01, then 0.75.
     # Rows are numbered as a person counts them: the first row is 1.
     assert [row[:2] for row in table_rows] == [["151", "bad-2"], ["41", "bad-1"], ["261", "bad-3"]]
-    assert table_rows[0] == ["151", "bad-2", "-5", "5", "-5", "5", "0", "fail"]
+    assert table_rows[0] == ["151", "bad-2", "⟦-5⟧", "⟦5⟧", "-5", "5", "0", "fail"]
+    assert table_rows[2][2:4] == ["about ⟦3⟧", "⟦4⟧"]  # the number read, marked in its text
     unparseable = text.split("## Unparseable rows (2 shown of 2)")[1]
-    assert "| 8 | r007 | no idea |" in unparseable and "| 9 | r008 | n/a |" in unparseable
+    assert "| 8 | r007 | no number\\: no idea |" in unparseable
+    assert "| 9 | r008 | no number\\: n/a |" in unparseable
 
 
 def _headline(aggregates: dict[str, float], n_passed: int) -> str:
@@ -210,7 +212,7 @@ class Tags(HTMLParser):
 
 EMITTED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "div", "img",
-    "table", "thead", "tbody", "tr", "th", "td", "details", "summary",
+    "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "mark",
 }  # fmt: skip
 
 
@@ -251,7 +253,7 @@ def test_html_report_is_self_contained_with_the_summary_content(
         f"[{aggregates['pass_rate_ci_low']:.6g}, {aggregates['pass_rate_ci_high']:.6g}]",
         "threshold", "first",
         "id_col", "Failing rows (3 shown of 3, lowest scores first)", "bad-2",
-        "Unparseable rows (2 shown of 2)", "no idea",
+        "Unparseable rows (2 shown of 2)", "no number: no idea",
     ):  # fmt: skip
         assert expected in text
 
@@ -416,9 +418,13 @@ def test_hostile_cells_are_inert_text_in_the_summary(hostile: tuple[str, str]) -
     rows = table(summary.split("## Failing rows")[1].split("## Unparseable")[0])
     rows += table(summary.split("## Unparseable rows")[1].split("## Plots")[0])
     assert len(rows) == len(ATTACKS)
-    # Each cell shows as itself once rendered, and nothing in it is left unescaped.
+    # Each cell shows as itself once rendered (the outputs: around their number, marked), and
+    # nothing in it is left unescaped.
     assert sorted(unmarkdown(row[1]) for row in rows) == sorted(shown(a) for a in ATTACKS)
-    assert sorted(unmarkdown(row[2]) for row in rows) == sorted(shown(a) for a in ATTACKS)
+    for row in rows:
+        attack = shown(unmarkdown(row[1]))
+        output = unmarkdown(row[2]).removeprefix("no number: ")
+        assert output.replace("⟦", "").replace("⟧", "").strip("…") in attack, row
     lines = summary.splitlines()
     source = lines[7].removeprefix("Input: ").removesuffix(", 12 rows (2 unparseable).")
     assert unmarkdown(source) == HOSTILE_SOURCE
@@ -435,9 +441,16 @@ def test_hostile_cells_are_escaped_text_in_the_html_report(hostile: tuple[str, s
     page = hostile[1]
     parser = parse(page)  # only the tags the report emits, images only as data URIs
     assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
+    cells = re.findall(r'<td class="text">(.*?)</td>', page)
     for attack in ATTACKS:
-        assert parser.text.count(shown(attack)) == 2  # as the id and as the output, as text
-        assert parser.text.count(f"1e9 {shown(attack)}") == 1
+        assert parser.text.count(shown(attack)) == 1  # as the id, as text
+    marks = [cell for cell in cells if "<mark>" in cell]
+    assert len(marks) == 2 * len(ATTACKS) - 2  # each output and expected value but "n/a"s
+    for cell in marks:  # the number read, marked, in its text escaped (no other tag)
+        before, token, after = re.fullmatch(r"(.*)<mark>(.*)</mark>(.*)", cell).groups()
+        assert "<" not in before + token + after
+        whole = html.unescape(before + token + after).strip("…")
+        assert any(whole in shown(a) for a in ATTACKS) or whole.startswith("1e9")
     assert HOSTILE_SOURCE in parser.text
     for column in HOSTILE_COLUMNS:
         assert column in parser.text
@@ -589,3 +602,17 @@ def test_a_bar_of_one_row_shows_on_a_log_scale() -> None:
     below_the_legend = (rgb[250:] == colour).all(axis=2)
     columns = np.flatnonzero(below_the_legend.any(axis=0))
     assert np.count_nonzero(np.diff(columns) > 1) + 1 == 2  # two red bars: bins 0 and 9
+
+
+def test_a_failing_rows_answer_shows_however_far_it_stands(tmp_path: Path) -> None:
+    """Issue 30: the text around the number read, never the first characters; a long chain of
+    thought shows its final answer, marked, with … where the text is cut."""
+    steps = " ".join(f"Step {i}: {i} + {i} = {2 * i}." for i in range(1, 30))
+    frame = pd.DataFrame({"output": [f"{steps} So 17 * 23 = 391. The answer is 392."]})
+    results = score_frame(frame.assign(expected=["400"]), pick="answer")
+    builder = ReportBuilder(Options(pick="answer"))
+    builder.add(results)
+    summary, page = (p.read_text() for p in builder.write(tmp_path, aggregate(results), "t")[2:])
+    row = table(summary.split("## Failing rows")[1])[0]
+    assert row[0] == "1" and row[1].endswith("answer is ⟦392\\.⟧") and row[1].startswith("…")
+    assert "<mark>392.</mark>" in page and "Step 1:" not in page
