@@ -414,7 +414,7 @@ def test_a_results_file_edited_to_the_wrong_types_is_one_line_and_exit_2(
     a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
     a.to_parquet(tmp_path / "a.parquet")
     a.assign(**edit).to_parquet(tmp_path / "b.parquet")
-    # In this process: a bad results file given to the real command, one line and exit 2:
+    # The command in this process; as a real process on a bad results file (one line, exit 2):
     # test_a_run_whose_results_artifact_is_truncated_is_one_line_and_exit_2.
     done = invoke(
         "compare", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--id-col", "id"
