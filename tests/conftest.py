@@ -41,8 +41,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On xdist's workers, the longest work first: with ``--dist loadfile
-    --no-loadscope-reorder`` xdist hands the files out in the order of their first test."""
+    """On xdist's workers, the longest work first: with ``--dist loadscope
+    --no-loadscope-reorder`` (pyproject.toml) xdist hands the scopes (a module, or a class of
+    tests/test_readme.py) out in the order of their first test."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=_weight)
 

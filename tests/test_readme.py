@@ -31,7 +31,8 @@ that stand alone (no ``continued`` block with them) run one after another in one
 process, each in a fresh ``__main__`` namespace in its own folder, with its stdout and stderr
 caught at the file descriptors. A block that is the same, character for character, as a block
 of an earlier page (the README repeats a few examples of the guide) runs once, on the first
-page; the copies are skipped, naming it.
+page; the copies are skipped, naming it. So does a block that stands alone and is the same as
+the first block of a group with ``continued`` blocks: it runs in that group.
 
 An HTML comment on the line before a block's opening fence (blank lines allowed between)
 changes how it runs:
@@ -180,6 +181,27 @@ def batched(group: list[Block]) -> bool:
     return len(group) == 1 and group[0].kind == "script"
 
 
+def repeats(all_groups: list[list[Block]]) -> dict[str, str]:
+    """The groups another group runs, by where they start, each with the reason: a group the
+    same as an earlier one, and a block standing alone that is the same as the first block of
+    a group with ``continued`` blocks (that group runs it, then the blocks that go on from it)."""
+    leading: dict[tuple[str, str, str, str | None], str] = {}
+    for group in all_groups:
+        if len(group) > 1:
+            leading.setdefault(group[0].content, group[0].where)
+    first: dict[tuple[tuple[str, str, str, str | None], ...], str] = {}
+    found = {}
+    for group in all_groups:
+        where, key = group[0].where, tuple(block.content for block in group)
+        if key in first:
+            found[where] = f"{where} is the same as {first[key]}, which runs it"
+        elif len(group) == 1 and group[0].content in leading:
+            found[where] = f"{where} is the same as {leading[group[0].content]}, which runs it"
+        else:
+            first[key] = where
+    return found
+
+
 def _spark_missing() -> str | None:
     if importlib.util.find_spec("pyspark") is None:
         return "pyspark is not installed (pip install '.[spark]')"
@@ -196,19 +218,15 @@ def _params() -> Iterator[object]:
                 id=block.where,
                 marks=pytest.mark.skip(reason=f"{block.where} not run: {block.not_run}"),
             )
-    first: dict[tuple[tuple[str, str, str, str | None], ...], str] = {}
     spark_missing = _spark_missing()
+    repeated = repeats(list(groups(RUNNABLE)))
     for group in groups(RUNNABLE):
         where = group[0].where
         marks: list[pytest.MarkDecorator] = []
         if any("slow" in block.run for block in group):
             marks.append(pytest.mark.slow)
-        key = tuple(block.content for block in group)
-        if key in first:
-            reason = f"{where} is the same as {first[key]}, which runs it"
-            marks.append(pytest.mark.skip(reason=reason))
-        else:
-            first[key] = where
+        if where in repeated:
+            marks.append(pytest.mark.skip(reason=repeated[where]))
         if spark_missing and any(_SPARK.search(block.text) for block in group):
             marks.append(pytest.mark.skip(reason=f"{where} needs the spark extra: {spark_missing}"))
         yield pytest.param(group, id=where, marks=marks)
@@ -646,3 +664,25 @@ def test_blocks_group_and_repeat_as_documented(tmp_path: Path) -> None:
     assert found == [[1], [10, 15]]
     assert batched([blocks[0]]) and not batched([blocks[2], blocks[3]])
     assert read_blocks(page)[0].content == blocks[0].content  # a copy is recognised
+
+
+def test_a_block_run_in_another_group_is_skipped_naming_it(tmp_path: Path) -> None:
+    """A copy of a block, and a lone block that starts another page's group, run once."""
+    session, shell, other = (
+        f"```{lang}\n{text}\n```\n"
+        for lang, text in [("console", "$ numdiff score"), ("bash", "ls"), ("bash", "ls -a")]
+    )
+    first, second = tmp_path / "first.md", tmp_path / "second.md"
+    first.write_text(f"{session}\n{shell}")
+    second.write_text(f"{shell}\n{session}\n<!-- run: continued -->\n{other}")
+    all_groups = list(groups(read_blocks(first) + read_blocks(second)))
+    assert [[b.where for b in g] for g in all_groups] == [
+        ["first.md:1"],
+        ["first.md:5"],
+        ["second.md:1"],
+        ["second.md:5", "second.md:10"],
+    ]
+    assert repeats(all_groups) == {
+        "first.md:1": "first.md:1 is the same as second.md:5, which runs it",
+        "second.md:1": "second.md:1 is the same as first.md:5, which runs it",
+    }

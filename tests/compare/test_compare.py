@@ -414,7 +414,9 @@ def test_a_results_file_edited_to_the_wrong_types_is_one_line_and_exit_2(
     a = results(["x", "y", "z"], ["1", "?", "3"], ["1", "2", "3"])
     a.to_parquet(tmp_path / "a.parquet")
     a.assign(**edit).to_parquet(tmp_path / "b.parquet")
-    done = numdiff_process(
+    # The command in this process; as a real process on a bad results file (one line, exit 2):
+    # test_a_run_whose_results_artifact_is_truncated_is_one_line_and_exit_2.
+    done = invoke(
         "compare", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--id-col", "id"
     )
     one_line_error(done, 2, message)
@@ -463,14 +465,14 @@ def test_integer_ids_with_a_null_keep_every_bit_through_score_and_compare(
     )
     pq.write_table(source, tmp_path / "t.parquet")
     folder = tmp_path / "res"
-    done = numdiff_process("score", str(tmp_path / "t.parquet"), "-q", "--results-dir", str(folder))
+    done = invoke("score", str(tmp_path / "t.parquet"), "-q", "--results-dir", str(folder))
     assert done.returncode == 0, done.stderr
     kept = pq.read_table(folder / "results.parquet")
     assert kept.column("id").type == pa.int64() and kept.column("id").to_pylist() == ids
     assert kept.column("big").type == pa.uint64() and kept.column("big").to_pylist() == big
     only_ids = kept.filter(pa.compute.is_valid(kept.column("big")))
     pq.write_table(only_ids, tmp_path / "a.parquet")  # compare needs an id on every row
-    done = numdiff_process(
+    done = invoke(
         "compare", str(tmp_path / "a.parquet"), str(tmp_path / "a.parquet"), "--id-col", "big"
     )
     assert done.returncode == 0, done.stderr

@@ -559,13 +559,29 @@ def test_pyfunc_model_as_a_spark_udf(spark: Any, tracking_uri: str) -> None:
     assert got["label"].tolist() == want["label"].tolist()
 
 
+RUN_NAMES = (["run"], ["artifacts"], ["results"])
+"""The first words of the summary's lines naming the run and where its results are."""
+
+
 def test_cli_engine_spark(spark: Any, tmp_path: Path, tracking_uri: str) -> None:
+    """``numdiff score --engine spark`` prints the pandas engine's summary line for line, but
+    for the lines naming its run (docs/spark.md shows two of them)."""
     from tests.fixtures.commands import invoke
 
-    result = invoke("score", "--engine", "spark", "--results-dir", str(tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    written = pd.read_parquet(tmp_path / "out" / "results.parquet")
-    assert len(written) == len(open_table().read()) and "mean_score" in result.stdout
+    table = str(Path(__file__).resolve().parents[2] / "examples" / "candidate.csv")
+    printed = {}
+    for engine in ("pandas", "spark"):
+        out = str(tmp_path / engine)
+        args = (table, "--id-col", "id", "--threshold", "0.95", "--results-dir", out)
+        result = invoke("score", "--engine", engine, *args)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        printed[engine] = [line for line in lines if line.split()[:1] not in RUN_NAMES]
+        assert len(lines) - len(printed[engine]) == len(RUN_NAMES), result.stdout
+    assert printed["spark"] == printed["pandas"]
+    assert any(line.split()[:1] == ["note:"] for line in printed["spark"])  # notes too
+    written = pd.read_parquet(tmp_path / "spark" / "results.parquet")
+    assert len(written) == len(open_table(table).read())
 
 
 def test_csv_results_equal_pandas_engine_cell_for_cell(spark: Any, tmp_path: Path) -> None:

@@ -317,14 +317,35 @@ def run_ok(workdir: Path, name: str, *args: str, **kwargs: Any) -> Path:
     return workdir / name
 
 
+def run_id(stdout: str) -> str:
+    [line] = [line for line in stdout.splitlines() if line.split()[:1] == ["run"]]
+    return line.split()[1]
+
+
+@pytest.fixture(scope="module")
+def connect_run(connect_url: str, workdir: Path) -> tuple[Path, str]:
+    """A tracked Spark Connect job with the default options, as a user runs it: its results
+    folder and its run id (two tests below read it: one job on the server, not two)."""
+    done = numdiff(
+        workdir, "--engine", "spark", "--results-dir", "connect0", env={"SPARK_REMOTE": connect_url}
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir / "connect0", run_id(done.stdout)
+
+
 def test_spark_connect_equals_pandas(
-    connect_url: str, workdir: Path, pandas_results: dict[tuple[str, ...], pd.DataFrame]
+    connect_url: str,
+    connect_run: tuple[Path, str],
+    workdir: Path,
+    pandas_results: dict[tuple[str, ...], pd.DataFrame],
 ) -> None:
     """A relative path, workers without the package: the pandas engine's results, cell for
     cell, with defaults and with opt-in readings."""
-    env = {"SPARK_REMOTE": connect_url}
-    for options, want in pandas_results.items():
-        out = run_ok(workdir, f"connect{len(options)}", *options, env=env)
+    with_readings = run_ok(workdir, "connect4", *READINGS, env={"SPARK_REMOTE": connect_url})
+    for out, want in (
+        (connect_run[0], pandas_results[()]),
+        (with_readings, pandas_results[READINGS]),
+    ):
         pd.testing.assert_frame_equal(results(out), want)
         assert not list(out.glob(".*.partial"))
 
@@ -348,22 +369,18 @@ def test_standalone_cluster_equals_pandas(
     assert len(apps) == 2, apps  # both jobs ran on the cluster
 
 
-def run_id(stdout: str) -> str:
-    [line] = [line for line in stdout.splitlines() if line.split()[:1] == ["run"]]
-    return line.split()[1]
-
-
-def test_tracked_run_same_as_the_pandas_engines(connect_url: str, workdir: Path) -> None:
+def test_tracked_run_same_as_the_pandas_engines(
+    connect_run: tuple[Path, str], workdir: Path
+) -> None:
     """Metrics, logged artifacts and the report of a Spark Connect job (the workers lacking the
     package) equal the pandas engine's run on the same table. (The local Spark engine against
     the pandas engine: tests/engines/test_spark.py::test_run_spark_job_end_to_end.)"""
     from mlflow import MlflowClient
 
-    runs = {}
-    for engine, env in (("pandas", {}), ("spark", {"SPARK_REMOTE": connect_url})):
-        done = numdiff(workdir, "--engine", engine, "--results-dir", f"tracked-{engine}", env=env)
-        assert done.returncode == 0, done.stderr[-3000:]
-        runs[engine] = run_id(done.stdout)
+    done = numdiff(workdir, "--engine", "pandas", "--results-dir", "tracked-pandas")
+    assert done.returncode == 0, done.stderr[-3000:]
+    connect, pandas = connect_run[0], workdir / "tracked-pandas"
+    runs = {"spark": connect_run[1], "pandas": run_id(done.stdout)}
     client = MlflowClient(f"sqlite:///{workdir}/mlflow.db")
 
     def logged(run: str) -> tuple[dict[str, float], list[str]]:
@@ -371,7 +388,6 @@ def test_tracked_run_same_as_the_pandas_engines(connect_url: str, workdir: Path)
         return client.get_run(run).data.metrics, sorted(Path(f).name for f in files)
 
     assert logged(runs["spark"]) == logged(runs["pandas"])
-    connect, pandas = workdir / "tracked-spark", workdir / "tracked-pandas"
     assert (connect / "summary.md").read_text() == (pandas / "summary.md").read_text()
     pd.testing.assert_frame_equal(results(connect), results(pandas))
 
