@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -111,13 +112,7 @@ def items_job(rows: int, runs: int) -> None:
     same table, run in turn ``runs`` times; medians and peaks."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        table = folder / "items.csv"
-        code = "import sys; from bench_job import write_items_table as w; w(*sys.argv[1:])"
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-        subprocess.run([sys.executable, "-c", code, str(table), str(rows)], env=env, check=True)
-        env = tracking_env(folder)
-        job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
-        job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
+        _, env, job = prepared_job(folder, "write_items_table", rows)
         with_items = [*job, "--item-col", "item", "--k", "1,5"]
         plain, grouped = [], []
         for _ in range(runs):
@@ -174,19 +169,26 @@ def tracking_env(folder: Path) -> dict[str, str]:
     return env
 
 
+def prepared_job(folder: Path, writer: str, *args: Any) -> tuple[Path, dict[str, str], list[str]]:
+    """A table written by ``writer`` (a function of this module, with ``args``) in a process of
+    its own (a child's peak memory counts its parent's at fork, on Linux), the tracking
+    environment, and the ``numdiff score`` command of the large job on that table."""
+    table = folder / f"{writer}.csv"
+    code = f"import sys; from bench_job import {writer} as w; w(*sys.argv[1:])"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    command = [sys.executable, "-c", code, str(table), *map(str, args)]
+    subprocess.run(command, env=env, check=True)
+    job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
+    job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
+    return table, tracking_env(folder), job
+
+
 def large_job(rows: int, runs: int) -> None:
     """The large job against its floor, run in turn ``runs`` times; medians."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        table = folder / "big.csv"
-        # In a process of its own: a child's peak memory counts its parent's at fork (Linux).
-        code = "import sys; from bench_job import write_table; write_table(*sys.argv[1:])"
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-        subprocess.run([sys.executable, "-c", code, str(table), str(rows)], env=env, check=True)
-        env = tracking_env(folder)
+        table, env, job = prepared_job(folder, "write_table", rows)
         floor = [sys.executable, "-c", FLOOR, str(table), str(folder / "floor.parquet")]
-        job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
-        job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
         floors, jobs = [], []
         for _ in range(runs):
             floors.append(timed(floor, env))
@@ -208,14 +210,7 @@ def groups_job(rows: int, runs: int, groups: int) -> None:
     it, on one CSV, run in turn ``runs`` times; medians of wall time, peaks of memory."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        table = folder / "grouped.csv"
-        code = "import sys; from bench_job import write_table; write_table(*sys.argv[1:])"
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-        command = [sys.executable, "-c", code, str(table), str(rows), str(groups)]
-        subprocess.run(command, env=env, check=True)
-        env = tracking_env(folder)
-        job = [sys.executable, "-m", "numdiff_component", "score", str(table)]
-        job += ["--no-plots", "--quiet", "--results-dir", str(folder / "res")]
+        table, env, job = prepared_job(folder, "write_table", rows, groups)
         plain, grouped = [], []
         for _ in range(runs):
             plain.append(timed(job, env))
