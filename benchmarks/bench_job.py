@@ -14,17 +14,13 @@ The sample run (`sample_run_against_floor`): ``numdiff score --quiet`` on the pa
     python benchmarks/bench_job.py --rows 1000000 --runs 5
     python benchmarks/bench_job.py --sample-run        # only the sample run against MLflow's floor
     python benchmarks/bench_job.py --sample-run --runs 9
-    python benchmarks/bench_job.py --by-groups 1000    # --by over 1,000 groups against no --by
+    python benchmarks/bench_job.py --slices            # --by and --item-col against neither
 
-The groups job (`groups_job`): the same job on a CSV with a third column of ``--by-groups``
-values, with ``--by group`` and without it, timed in turn in one run (issue 31's goal: at most
-1.3x, peak under 512 MiB).
-    python benchmarks/bench_job.py --item-col          # 20,000,000 rows with and without items
-
-With ``--item-col`` (`items_job`), the large job runs on a table whose rows are 5 samples each
-of ``rows / 5`` items (an item's samples ``rows / 5`` rows apart: never together), with
-``--item-col item --k 1,5`` and without it, in turn in one run: SPEC §3.3's cost (goal <= 1.3x,
-peak < 512 MiB).
+The slices job (`slices_job`): the large job on a table whose rows are 5 samples each of
+``rows / 5`` items (an item's samples ``rows / 5`` rows apart: never together), each item in one
+of ``--groups`` groups (1,000), run without slices, with ``--by group``, with ``--item-col item
+--k 1,5``, and with both, in turn in one run (issue 31's goal: at most 1.3x the job without
+them, peak under 512 MiB).
 """
 
 from __future__ import annotations
@@ -63,34 +59,33 @@ writer.close()
 """The floor of the large job: the pyarrow pass over the same CSV."""
 
 
-def write_table(path: str | Path, rows: int | str, groups: int | str = 0) -> None:
-    """Two columns of numbers as text, written a million rows at a time; with ``groups``, a
-    third column ``group`` of that many values (``g0``, ``g1``, ...)."""
-    rows, groups = int(rows), int(groups)
+def write_table(path: str | Path, rows: int | str) -> None:
+    """Two columns of numbers as text, written a million rows at a time."""
+    rows = int(rows)
     rng = np.random.default_rng(0)
-    names = ["output", "expected", *(["group"] if groups else [])]
+    names = ["output", "expected"]
     with pa_csv.CSVWriter(path, pa.schema([(name, pa.string()) for name in names])) as w:
         for start in range(0, rows, 1_000_000):
             n = min(1_000_000, rows - start)
             expected = rng.normal(100, 30, n).round(3)
             output = (expected * rng.normal(1, 0.01, n)).round(3)
-            columns = {"output": output.astype(str), "expected": expected.astype(str)}
-            if groups:
-                columns["group"] = np.char.add("g", rng.integers(0, groups, n).astype(str))
-            w.write_table(pa.table(columns))
+            w.write_table(
+                pa.table({"output": output.astype(str), "expected": expected.astype(str)})
+            )
 
 
 SAMPLES_PER_ITEM = 5
 
 
-def write_items_table(path: str | Path, rows: int | str) -> None:
-    """Three columns: the item (``q<n>``), an output and the item's expected number, as text;
-    row i is a sample of item i mod (rows / 5)."""
-    rows = int(rows)
+def write_items_table(path: str | Path, rows: int | str, groups: int | str) -> None:
+    """Four columns of text: the item (``q<n>``), an output, the item's expected number and its
+    group (``g<item mod groups>``); row i is a sample of item i mod (rows / 5)."""
+    rows, groups = int(rows), int(groups)
     items = max(1, rows // SAMPLES_PER_ITEM)
     rng = np.random.default_rng(0)
     expected = rng.normal(100, 30, items).round(3)
-    schema = pa.schema([("item", pa.string()), ("output", pa.string()), ("expected", pa.string())])
+    names = ["item", "output", "expected", "group"]
+    schema = pa.schema([(name, pa.string()) for name in names])
     with pa_csv.CSVWriter(path, schema) as w:
         for start in range(0, rows, 1_000_000):
             item = np.arange(start, min(start + 1_000_000, rows)) % items
@@ -102,33 +97,43 @@ def write_items_table(path: str | Path, rows: int | str) -> None:
                         "item": np.char.add("q", item.astype(str)),
                         "output": output.astype(str),
                         "expected": want.astype(str),
+                        "group": np.char.add("g", (item % groups).astype(str)),
                     }
                 )
             )
 
 
-def items_job(rows: int, runs: int) -> None:
-    """The large job with ``--item-col item --k 1,5`` against the same job without it, on the
-    same table, run in turn ``runs`` times; medians and peaks."""
+SLICES = {
+    "without slices": [],
+    "--by group": ["--by", "group"],
+    "--item-col item --k 1,5": ["--item-col", "item", "--k", "1,5"],
+    "both": ["--by", "group", "--item-col", "item", "--k", "1,5"],
+}
+"""The slices job's variants: the options added to the large job."""
+
+
+def slices_job(rows: int, runs: int, groups: int) -> None:
+    """The large job with each of `SLICES` on one table, run in turn ``runs`` times; median wall
+    times and peaks, and their ratio to the job without slices."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _, env, job = prepared_job(folder, "write_items_table", rows)
-        with_items = [*job, "--item-col", "item", "--k", "1,5"]
-        plain, grouped = [], []
+        _, env, job = prepared_job(folder, "write_items_table", rows, groups)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in SLICES}
         for _ in range(runs):
-            plain.append(timed(job, env))
-            grouped.append(timed(with_items, env))
+            for name, options in SLICES.items():
+                times[name].append(timed([*job, *options], env))
         n_items = pq.ParquetFile(folder / "res" / "items.parquet").metadata.num_rows
-    plain_wall = statistics.median(wall for wall, _ in plain)
-    items_wall = statistics.median(wall for wall, _ in grouped)
-    plain_peak, items_peak = max(p for _, p in plain), max(p for _, p in grouped)
-    print(f"items job: {rows:,} rows, {n_items:,} items of {SAMPLES_PER_ITEM} samples")
-    print(f"  numdiff score               {plain_wall:6.1f} s  peak {plain_peak:5.0f} MiB")
-    print(f"  with --item-col item --k 1,5 {items_wall:5.1f} s  peak {items_peak:5.0f} MiB")
+        n_groups = pq.ParquetFile(folder / "res" / "groups.parquet").metadata.num_rows
+    walls = {name: statistics.median(wall for wall, _ in runs) for name, runs in times.items()}
     print(
-        f"  ratio                       {items_wall / plain_wall:6.2f}x (goal <= 1.3x; < 512 MiB)"
+        f"slices job: {rows:,} rows, {n_items:,} items of {SAMPLES_PER_ITEM}, {n_groups:,} groups"
     )
-    print(f"  each run (s): without {_rounded(plain)}, with {_rounded(grouped)}")
+    for name, runs_of in times.items():
+        ratio = walls[name] / walls["without slices"]
+        peak = max(p for _, p in runs_of)
+        print(f"  {name:<26} {walls[name]:6.1f} s  {ratio:5.2f}x  peak {peak:5.0f} MiB")
+    print("  goal: <= 1.3x the job without slices, peak < 512 MiB")
+    print(f"  each run (s): { ({name: _rounded(r) for name, r in times.items()}) }")
 
 
 def waited(process: subprocess.Popen[bytes]) -> tuple[int, resource.struct_rusage]:
@@ -205,29 +210,6 @@ def large_job(rows: int, runs: int) -> None:
     print(f"  each run (s): floor {_rounded(floors)}, job {_rounded(jobs)}")
 
 
-def groups_job(rows: int, runs: int, groups: int) -> None:
-    """``numdiff score`` with ``--by group`` (``groups`` values) against the same job without
-    it, on one CSV, run in turn ``runs`` times; medians of wall time, peaks of memory."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        table, env, job = prepared_job(folder, "write_table", rows, groups)
-        plain, grouped = [], []
-        for _ in range(runs):
-            plain.append(timed(job, env))
-            grouped.append(timed([*job, "--by", "group"], env))
-        size_mib = table.stat().st_size / 2**20
-        n_groups = len(pq.read_table(folder / "res" / "groups.parquet"))
-    plain_wall = statistics.median(wall for wall, _ in plain)
-    grouped_wall = statistics.median(wall for wall, _ in grouped)
-    plain_peak, grouped_peak = max(p for _, p in plain), max(p for _, p in grouped)
-    print(f"groups job: {rows:,} rows ({size_mib:,.0f} MiB of CSV), {n_groups:,} groups")
-    print(f"  numdiff score           {plain_wall:6.1f} s  peak {plain_peak:5.0f} MiB")
-    print(f"  numdiff score --by      {grouped_wall:6.1f} s  peak {grouped_peak:5.0f} MiB")
-    ratio = grouped_wall / plain_wall
-    print(f"  ratio                   {ratio:6.2f}x (goal <= 1.3x; peak < 512 MiB)")
-    print(f"  each run (s): without {_rounded(plain)}, with --by {_rounded(grouped)}")
-
-
 def _rounded(runs: list[tuple[float, float]]) -> list[float]:
     return [round(wall, 1) for wall, _ in runs]
 
@@ -237,19 +219,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--runs", type=int, help="runs of each (default 3; sample run 5)")
     parser.add_argument("--sample-run", action="store_true", help="only the sample run")
-    parser.add_argument("--by-groups", type=int, help="only the groups job, with this many")
-    parser.add_argument(
-        "--item-col", action="store_true", help="only the large job with and without --item-col"
-    )
+    parser.add_argument("--slices", action="store_true", help="only the slices job")
+    parser.add_argument("--groups", type=int, default=1_000, help="groups of the slices job")
     args = parser.parse_args()
     # SIGTERM (a timeout, a killed job) ends like Ctrl-C: the temporary folders, gigabytes on
     # 20,000,000 rows, are removed on the way out.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if args.by_groups:
-        groups_job(args.rows, args.runs or 3, args.by_groups)
-        return
-    if args.item_col:
-        items_job(args.rows, args.runs or 3)
+    if args.slices:
+        slices_job(args.rows, args.runs or 3, args.groups)
         return
     if not args.sample_run:
         large_job(args.rows, args.runs or 3)

@@ -151,12 +151,13 @@ def _collect(
     source: str,
     progress: Callable[[int], None] | None,
     items: ItemSamples | None = None,
+    folder: Path | None = None,
 ) -> _Collected:
     """Add up the result batches: totals, the first input rows, the rows to log, the report,
     and the samples per item (``--item-col``)."""
     totals, first = Totals(), None
     scoring = config.scoring
-    errors = AbsErrors(scoring.id_col)
+    errors = AbsErrors(scoring.id_col, folder)
     groups = GroupTotals(scoring.by) if scoring.by else None
     hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
     kept: list[pd.DataFrame] | None = []
@@ -223,7 +224,7 @@ def _score(
         closing(engine.score(table, config, path)) as batches,
         closing(items) if items is not None else nullcontext(),
     ):
-        collected = _collect(batches, config, table.source, progress, items)
+        collected = _collect(batches, config, table.source, progress, items, path.parent)
         if items is not None:
             items.write(path.parent / ITEMS_PARQUET)
         return collected
