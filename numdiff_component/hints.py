@@ -65,17 +65,17 @@ class PresetHint:
         indexed by their id, or their row number counted from 1."""
         passed = results["passed"].to_numpy(bool)
         n_passed = int(passed.sum())
-        if self.id_col is not None:
-            labels = results[self.id_col].astype(str).to_numpy()
-        else:
-            start = self.n_failing + self.n_passing + 1
-            labels = np.array([f"row {n}" for n in range(start, start + len(passed))])
+        start = self.n_failing + self.n_passing  # rows before this batch
         kept = (self.failing, ~passed, self.n_failing), (self.passing, passed, self.n_passing)
         for rows, mask, seen in kept:
             if seen < SAMPLE_ROWS:
-                columns = results.loc[mask, [self.output_col, self.expected_col]]
-                columns = columns.set_axis(pd.Index(labels[mask], dtype=object))
-                rows.append(columns.head(SAMPLE_ROWS - seen))
+                at = np.flatnonzero(mask)[: SAMPLE_ROWS - seen]
+                columns = results.iloc[at][[self.output_col, self.expected_col]]
+                if self.id_col is not None:
+                    labels = results[self.id_col].iloc[at].astype(str).to_numpy()
+                else:
+                    labels = np.array([f"row {start + n + 1}" for n in at])
+                rows.append(columns.set_axis(pd.Index(labels, dtype=object)))
         self.n_failing += len(passed) - n_passed
         self.n_passing += n_passed
 
