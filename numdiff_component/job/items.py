@@ -30,11 +30,11 @@ ONE_GROUP_ROWS = 1_000_000
 
 
 def buckets(items: pa.Array) -> np.ndarray:
-    """Each item's bucket, from 0 to `BUCKETS` - 1: the same for equal items. Text is hashed
+    """Each item's bucket, from 0 to `BUCKETS` - 1 (uint8: sorted by radix): the same for equal items. Text is hashed
     on its UTF-8 bytes in numpy (no Python object per row), anything else by pandas."""
     if not (pa.types.is_string(items.type) or pa.types.is_large_string(items.type)):
         keys = pd.util.hash_array(items.to_numpy(zero_copy_only=False))
-        return (keys % BUCKETS).astype(np.int64)
+        return (keys % BUCKETS).astype(np.uint8)
     width = np.int64 if pa.types.is_large_string(items.type) else np.int32
     offsets = np.frombuffer(items.buffers()[1], dtype=width)  # no null: samples_of refuses them
     offsets = offsets[items.offset : items.offset + len(items) + 1].astype(np.int64)
@@ -49,7 +49,7 @@ def buckets(items: pa.Array) -> np.ndarray:
         full = lengths > 0
         if len(data):
             keys[full] = np.add.reduceat(terms, starts[full])
-    return (_mixed(keys) % np.uint64(BUCKETS)).astype(np.int64)
+    return (_mixed(keys) % np.uint64(BUCKETS)).astype(np.uint8)
 
 
 def _mixed(keys: np.ndarray) -> np.ndarray:

@@ -87,20 +87,23 @@ def batch_sums(results: Mapping[str, Any], column: str) -> pd.DataFrame:
     labels = pd.Series(results["label"], copy=False)
     compared = counted(labels, "output_unit" in results)
     errors = np.asarray(results["abs_error"], dtype=float)
-    frame = pd.DataFrame(
-        {
-            "value": np.asarray(results[column], dtype=object),
-            "n": 1,
-            "n_passed": np.asarray(results["passed"], dtype=bool).astype(np.int64),
-            "score_sum": np.asarray(results["score"], dtype=float),
-            "n_no_answer": np.isnan(np.asarray(results["output_value"], dtype=float)).astype(
-                np.int64
-            ),
-            "n_compared": compared.astype(np.int64),
-            "abs_error_sum": np.where(compared, errors, 0.0),
-        }
-    )
-    return frame.groupby("value", dropna=False, sort=False).sum()
+    values = pd.Series(results[column], copy=False)
+    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    per_value = {
+        "n": np.ones(len(codes)),
+        "n_passed": np.asarray(results["passed"], dtype=bool),
+        "score_sum": np.asarray(results["score"], dtype=float),
+        "n_no_answer": np.isnan(np.asarray(results["output_value"], dtype=float)),
+        "n_compared": compared,
+        "abs_error_sum": np.where(compared, errors, 0.0),
+    }
+    sums = {
+        name: np.bincount(codes, weights=weights, minlength=len(uniques))
+        for name, weights in per_value.items()
+    }
+    frame = pd.DataFrame(sums, index=pd.Index(np.asarray(uniques, dtype=object), dtype=object))
+    counts = [name for name in sums if not name.endswith("_sum")]
+    return frame.astype(dict.fromkeys(counts, np.int64))
 
 
 def merge_sums(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
