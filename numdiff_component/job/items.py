@@ -30,8 +30,9 @@ ONE_GROUP_ROWS = 1_000_000
 
 
 def buckets(items: pa.Array) -> np.ndarray:
-    """Each item's bucket, from 0 to `BUCKETS` - 1 (uint8: sorted by radix): the same for equal items. Text is hashed
-    on its UTF-8 bytes in numpy (no Python object per row), anything else by pandas."""
+    """Each item's bucket, from 0 to `BUCKETS` - 1 (uint8: sorted by radix): the same for
+    equal items. Text is hashed on its UTF-8 bytes in numpy (no Python object per row),
+    anything else by pandas."""
     if not (pa.types.is_string(items.type) or pa.types.is_large_string(items.type)):
         keys = pd.util.hash_array(items.to_numpy(zero_copy_only=False))
         return (keys % BUCKETS).astype(np.uint8)
