@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from numdiff_component.options import Options
 from numdiff_component.samples import ItemTotals, item_table, samples_of
 
-BUCKETS = 32
+BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
 ONE_GROUP_ROWS = 1_000_000
 """Up to this many samples are grouped at once, so their items come out in first-row order."""

@@ -17,7 +17,7 @@ import pandas as pd
 
 from numdiff_component.options import Options, sample_ks
 
-DEFAULT_BATCH_ROWS = 200_000
+DEFAULT_BATCH_ROWS = 100_000
 """Rows read, scored and written at a time: a few batches alive bound the memory."""
 
 
