@@ -118,7 +118,9 @@ class ItemSamples:
         try:
             for frame in self.items():
                 table = pa.Table.from_pandas(frame, preserve_index=False)
-                writer = writer or pq.ParquetWriter(partial, table.schema)
+                # Items are mostly distinct: a dictionary of them costs time and saves nothing.
+                counts = [name for name in table.column_names if name != self.item_col]
+                writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=counts)
                 writer.write_table(table.cast(writer.schema))
             if writer is not None:
                 writer.close()
