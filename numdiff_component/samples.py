@@ -108,7 +108,8 @@ def item_table(
     in_order = bool(np.all(rows[1:] > rows[:-1]))  # a bucket's samples come in row order
     ordered = samples if in_order else samples.sort_values("row", kind="stable")
     codes, items = pd.factorize(ordered[item_col], sort=False)
-    order = np.argsort(codes, kind="stable")  # each item's samples together, in row order
+    # Each item's samples together, in row order; by radix when codes fit 16 bits.
+    order = np.argsort(codes.astype(np.uint16) if len(items) <= 1 << 16 else codes, kind="stable")
     code = codes[order]
     n = np.bincount(code, minlength=len(items))
     start = np.concatenate([[0], np.cumsum(n)[:-1]])

@@ -90,3 +90,22 @@ def test_an_empty_item_names_its_row() -> None:
 def test_bad_k(k: object) -> None:
     with pytest.raises(OptionError, match=r"^k must be integers >= 1"):
         sample_ks(k)
+
+
+@pytest.mark.parametrize("n_items", [3, 2**16, 2**16 + 1])  # item codes sorted by radix or not
+def test_samples_come_together_whatever_the_number_of_items(n_items: int) -> None:
+    rows = np.arange(2 * n_items)
+    samples = pd.DataFrame(
+        {
+            "item": rows % n_items,  # item i: rows i and n_items + i
+            "row": rows,
+            "vote_value": (rows % n_items).astype(float),
+            "expected_value": (rows % n_items).astype(float),
+            "score": 1.0,
+            "passed": True,
+        }
+    )
+    table = item_table(samples, "item", (1, 2), Options())
+    assert table["item"].tolist() == list(range(n_items))
+    assert (table["n_samples"] == 2).all() and (table["agreement"] == 1.0).all()
+    assert table["maj_value"].tolist() == list(map(float, range(n_items)))
