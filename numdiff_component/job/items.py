@@ -25,6 +25,8 @@ from numdiff_component.samples import ItemTotals, item_table, samples_of
 
 BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
+WRITTEN_ROWS = 400_000
+"""Samples kept in memory before they are written, a record batch per bucket."""
 ONE_GROUP_ROWS = 1_000_000
 """Up to this many samples are grouped at once, so their items come out in first-row order."""
 
@@ -72,14 +74,17 @@ class ItemSamples:
         options: Options,
         one_group_rows: int = ONE_GROUP_ROWS,
         beside: Path | None = None,
+        written_rows: int = WRITTEN_ROWS,
     ) -> None:
         self.item_col, self.ks, self.options = item_col, ks, options
-        self.one_group_rows = one_group_rows
+        self.one_group_rows, self.written_rows = one_group_rows, written_rows
         self.rows = 0
         # Beside the results (``beside``), not in a temporary folder that may be in memory.
         self._folder = Path(tempfile.mkdtemp(prefix=".numdiff-items-", dir=beside))
         self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         self._schema: pa.Schema | None = None  # the first batch's: later ones are cast to it
+        self._pending: list[tuple[pa.Table, np.ndarray]] = []  # sorted batches, bucket starts
+        self._pending_rows = 0
 
     def add(self, results: Mapping[str, Any]) -> None:
         """Keep the samples of a batch of results (the item column and the result columns)."""
@@ -90,17 +95,27 @@ class ItemSamples:
         bucket = buckets(table.column(self.item_col).combine_chunks())
         order = np.argsort(bucket, kind="stable")
         bounds = np.searchsorted(bucket[order], np.arange(BUCKETS + 1))
-        table = table.take(order)  # once; each bucket is then a slice of it
+        self._pending.append((table.take(order), bounds))  # each bucket a slice of it
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= self.written_rows:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Each bucket's rows of the batches kept, as one record batch of its file."""
         for b in range(BUCKETS):
-            if bounds[b] < bounds[b + 1]:
-                part = table.slice(bounds[b], bounds[b + 1] - bounds[b])
+            parts = [
+                t.slice(at[b], at[b + 1] - at[b]) for t, at in self._pending if at[b] < at[b + 1]
+            ]
+            if parts:
                 if b not in self._writers:
                     sink = str(self._folder / f"{b}.arrow")
                     self._writers[b] = pa.ipc.new_file(sink, self._schema)
-                self._writers[b].write_table(part)
+                self._writers[b].write_table(pa.concat_tables(parts).combine_chunks())
+        self._pending, self._pending_rows = [], 0
 
     def items(self) -> Iterator[pd.DataFrame]:
         """The items, a bucket at a time (all at once, in first-row order, when few)."""
+        self._write_pending()
         for writer in self._writers.values():
             writer.close()
         buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]

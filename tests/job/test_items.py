@@ -24,9 +24,19 @@ ANSWERS = Options(preset="answers")
 
 
 @pytest.mark.parametrize("one_group_rows", [10**6, 0])  # all at once; a bucket at a time
-def test_buckets_equal_the_reference(one_group_rows: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("written_rows", [10**6, 1])  # written at the end; after each batch
+def test_buckets_equal_the_reference(
+    one_group_rows: int, written_rows: int, tmp_path: Path
+) -> None:
     results = score_frame(items_table(), options=ANSWERS)
-    samples = ItemSamples("item", KS, ANSWERS, one_group_rows=one_group_rows, beside=tmp_path)
+    samples = ItemSamples(
+        "item",
+        KS,
+        ANSWERS,
+        one_group_rows=one_group_rows,
+        beside=tmp_path,
+        written_rows=written_rows,
+    )
     for batch in np.array_split(np.arange(len(results)), 7):
         samples.add(results.iloc[batch])
     samples.write(tmp_path / "items.parquet")
