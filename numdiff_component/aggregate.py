@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,6 @@ import pandas as pd
 
 from numdiff_component.errors import InputError
 from numdiff_component.intervals import mean_interval, wilson
-from numdiff_component.median import Median
 from numdiff_component.scoring import (
     UNPARSEABLE,
     ScoreResult,
@@ -174,17 +172,34 @@ def lowest(values: np.ndarray, k: int) -> np.ndarray:
     return index[np.argsort(values[index], kind="stable")]
 
 
+class HeldValues:
+    """Numbers kept in memory for their exact median (`numpy.median`). The job keeps them in
+    bounded memory instead: `numdiff_component.job.median.Median`, with the same methods."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._parts: list[np.ndarray] = []
+
+    def add(self, values: np.ndarray) -> None:
+        self._parts.append(np.asarray(values, dtype=float))
+        self.n += len(values)
+
+    def median(self) -> float:
+        """The exact median (NaN when there is none)."""
+        return float(np.median(np.concatenate(self._parts))) if self.n else math.nan
+
+
 class AbsErrors:
     """The absolute errors of the rows ``mae`` counts, kept batch by batch, for their exact
-    median (`Median`, in bounded memory: beyond a million rows they go to a nameless file in
-    ``folder``) and for the few rows ``mae`` may come from (`AbsErrors.note`): their sum and the
-    `DOMINANT_ROWS` largest errors with their row (counted from 1) and id.
+    median (in ``values``: `HeldValues` unless given) and for the few rows ``mae`` may come
+    from (`AbsErrors.note`): their sum and the `DOMINANT_ROWS` largest errors with their row
+    (counted from 1) and id.
     """
 
-    def __init__(self, id_col: str | None = None, folder: Path | None = None) -> None:
+    def __init__(self, id_col: str | None = None, values: Any = None) -> None:
         self.id_col = id_col
         self.n_rows = 0
-        self.errors = Median(folder)
+        self.errors = HeldValues() if values is None else values
         self.total = 0.0  # their sum
         self.n_inf = 0  # infinite ones
         self.largest: list[tuple[float, int, Any]] = []  # (error, row, id), largest first

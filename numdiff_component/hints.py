@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.options import PRESETS, SCHEMA, Options
-from numdiff_component.scoring import score, score_frame
+from numdiff_component.scoring import FAIL, PASS, score, score_frame
 
 SAMPLE_ROWS = 200
 """Failing rows, and passing rows, kept to try the presets and options on."""
@@ -55,6 +55,7 @@ class PresetHint:
     output_col: str
     expected_col: str
     id_col: str | None = None
+    limits_col: str | None = None  # the column of each row's own threshold (SPEC §3.2)
     failing: list[pd.DataFrame] = field(default_factory=list)
     passing: list[pd.DataFrame] = field(default_factory=list)
     n_failing: int = 0
@@ -70,7 +71,9 @@ class PresetHint:
         for rows, mask, seen in kept:
             if seen < SAMPLE_ROWS:
                 at = np.flatnonzero(mask)[: SAMPLE_ROWS - seen]
-                columns = results.iloc[at][[self.output_col, self.expected_col]]
+                kept_columns = [self.output_col, self.expected_col]
+                kept_columns += [self.limits_col] if self.limits_col else []
+                columns = results.iloc[at][kept_columns]
                 if self.id_col is not None:
                     labels = results[self.id_col].iloc[at].astype(str).to_numpy()
                 else:
@@ -134,15 +137,24 @@ class PresetHint:
         return sorted(found, key=lambda advice: advice.lost - advice.gained)
 
     def _passed(self, rows: pd.DataFrame, options: Options) -> np.ndarray:
-        """Which ``rows`` pass with ``options``: a few by the one-value reader, which costs less
-        on them than making the column reader's patterns for each option; more by the column
-        reader (the two are equal: tests/test_properties.py)."""
+        """Which ``rows`` pass with ``options``, each against its own threshold when the rows
+        hold one (SPEC §3.2): a few by the one-value reader, which costs less on them than
+        making the column reader's patterns for each option; more by the column reader (the two
+        are equal: tests/test_properties.py)."""
         columns = self.output_col, self.expected_col
         if len(rows) <= FEW_ROWS:
             pairs = zip(rows[columns[0]], rows[columns[1]], strict=True)
-            return np.array([score(o, e, options).passed for o, e in pairs], bool)
-        scored = score_frame(rows.reset_index(drop=True), *columns, options)
-        return scored["passed"].to_numpy(bool)
+            found = [score(o, e, options) for o, e in pairs]
+            scored = {
+                name: [getattr(r, name) for r in found] for name in ("score", "label", "passed")
+            }
+        else:
+            scored = score_frame(rows.reset_index(drop=True), *columns, options)
+        if self.limits_col:  # SPEC §3.2: compared, and at least the row's own threshold
+            compared = np.isin(np.asarray(scored["label"], dtype=object), [PASS, FAIL])
+            limits = rows[self.limits_col].to_numpy(dtype=float)
+            return compared & (np.asarray(scored["score"], dtype=float) >= limits)
+        return np.asarray(scored["passed"], dtype=bool)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from numdiff_component import Options, score_frame
 from numdiff_component.hints import NAMED_ROWS, PresetHint, single_changes
 from numdiff_component.job.run import advice_note
 from numdiff_component.options import SCHEMA
+from numdiff_component.slices.thresholds import ROW_THRESHOLD, apply_row_thresholds
 
 
 def hint(
@@ -118,3 +119,15 @@ def test_single_options_are_said_beside_a_preset_only_when_they_gain_as_much() -
     rows = [("twenty-one", "21"), ("3 apples and 4 pears", "3"), *PASSING]
     said = [a.change for a in hint(rows).advice()]
     assert said[0] == {"preset": "prose"} and {"words": "en"} in said[1:], said
+
+
+@pytest.mark.parametrize("n", [2, 60])  # by the one-value reader; by the column reader
+def test_rows_held_to_their_own_threshold_are_tried_against_it(n: int) -> None:
+    """'12.5%' against 0.12 read as a fraction scores 0.995: it would pass the global 0.99, not
+    a row threshold of 1 (SPEC §3.2); the option is advised only without it."""
+    frame = pd.DataFrame({"output": ["12.5%"] * n, "expected": "0.12", "tol": ["1"] * n})
+    for tol, advised in [("", True), ("1", False)]:
+        found = PresetHint(Options(), "output", "expected", limits_col=ROW_THRESHOLD)
+        found.add(apply_row_thresholds(score_frame(frame.assign(tol=tol)), "tol", 0.99))
+        changes = [a.change for a in found.single_options()]
+        assert ({"percent": "fraction"} in changes) is advised, (tol, changes)

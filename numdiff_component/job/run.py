@@ -32,6 +32,7 @@ from numdiff_component.hints import Advice, PresetHint
 from numdiff_component.inputs.sources import local_path
 from numdiff_component.job.baseline import against_baseline
 from numdiff_component.job.items import ItemSamples, item_aggregates
+from numdiff_component.job.median import Median
 from numdiff_component.report.builder import ReportBuilder
 from numdiff_component.scoring import result_schema
 from numdiff_component.slices.groups import GroupTotals
@@ -157,9 +158,12 @@ def _collect(
     and the samples per item (``--item-col``)."""
     totals, first = Totals(), None
     scoring = config.scoring
-    errors = AbsErrors(scoring.id_col, folder)
+    errors = AbsErrors(scoring.id_col, Median(folder))
     groups = GroupTotals(scoring.by) if scoring.by else None
-    hint = PresetHint(scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col)
+    limits = ROW_THRESHOLD if scoring.threshold_col else None
+    hint = PresetHint(
+        scoring.options, scoring.output_col, scoring.expected_col, scoring.id_col, limits
+    )
     kept: list[pd.DataFrame] | None = []
     report = None
     if config.plots:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numdiff_component.aggregate import AbsErrors
-from numdiff_component.median import Median, keys, number
+from numdiff_component.job.median import Median, keys, number
 
 FLOATS = st.floats(allow_nan=False, width=64)
 # Numbers whose keys share their top bits: the selection goes past its first step.
@@ -54,8 +54,7 @@ def test_a_key_gives_its_number_back(x: float) -> None:
 
 
 def test_abs_errors_keep_the_exact_median_beyond_what_is_held(tmp_path) -> None:
-    errors = AbsErrors(folder=tmp_path)
-    errors.errors = Median(tmp_path, held=100)
+    errors = AbsErrors(values=Median(tmp_path, held=100))
     rng = np.random.default_rng(1)
     values = np.abs(rng.normal(0, 1, 1_000))
     for batch in np.array_split(values, 9):
