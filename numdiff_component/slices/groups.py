@@ -58,6 +58,10 @@ def by_columns(value: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+MERGED_PARTS = 16
+"""Batches' sums per group kept before they are merged into one."""
+
+
 def check_slices(columns: Iterable[Any], by: Sequence[str], threshold_col: str | None) -> None:
     """`InputError` when a ``by`` column or the threshold column is not among ``columns``, or
     an input column has the name of the threshold's result column (SPEC §3.2)."""
@@ -119,18 +123,21 @@ class GroupTotals:
 
     def __init__(self, by: Sequence[str]) -> None:
         self.by = tuple(by)
-        self.sums: dict[str, pd.DataFrame] = {}
+        self.parts: dict[str, list[pd.DataFrame]] = {column: [] for column in by}
 
     def add(self, results: Mapping[str, Any]) -> None:
         """Take in a batch of results (the ``by`` columns and the result columns)."""
         for column in self.by:
-            part = batch_sums(results, column)
-            known = self.sums.get(column)
-            self.sums[column] = merge_sums([part] if known is None else [known, part])
+            parts = self.parts[column]
+            parts.append(batch_sums(results, column))
+            if len(parts) >= MERGED_PARTS:  # merged now and then: as many rows as groups kept
+                parts[:] = [merge_sums(parts)]
 
     def table(self) -> pd.DataFrame:
         """Every group of every column: `GROUP_COLUMNS`."""
-        return group_table({column: self.sums[column] for column in self.by if column in self.sums})
+        return group_table(
+            {column: merge_sums(parts) for column, parts in self.parts.items() if parts}
+        )
 
 
 def group_table(sums: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

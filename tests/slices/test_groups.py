@@ -65,7 +65,7 @@ def test_row_thresholds_equal_the_reference() -> None:
     assert (results[ROW_THRESHOLD] == tol).all()
 
 
-@pytest.mark.parametrize("batch_rows", [400, 37])
+@pytest.mark.parametrize("batch_rows", [400, 37, 7])  # 7: merged on the way (MERGED_PARTS)
 def test_groups_equal_the_reference_whole_and_in_batches(batch_rows: int) -> None:
     results = scored(sliced_table())
     totals = GroupTotals(["category", "level"])
