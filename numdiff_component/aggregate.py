@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -172,9 +172,19 @@ def lowest(values: np.ndarray, k: int) -> np.ndarray:
     return index[np.argsort(values[index], kind="stable")]
 
 
+class Values(Protocol):
+    """Numbers kept for their exact median: `HeldValues` in memory; the job's in bounded
+    memory (`numdiff_component.job.median.Median`)."""
+
+    n: int
+
+    def add(self, values: np.ndarray) -> None: ...
+
+    def median(self) -> float: ...
+
+
 class HeldValues:
-    """Numbers kept in memory for their exact median (`numpy.median`). The job keeps them in
-    bounded memory instead: `numdiff_component.job.median.Median`, with the same methods."""
+    """Numbers kept in memory for their exact median (`numpy.median`)."""
 
     def __init__(self) -> None:
         self.n = 0
@@ -196,10 +206,10 @@ class AbsErrors:
     (counted from 1) and id.
     """
 
-    def __init__(self, id_col: str | None = None, values: Any = None) -> None:
+    def __init__(self, id_col: str | None = None, values: Values | None = None) -> None:
         self.id_col = id_col
         self.n_rows = 0
-        self.errors = HeldValues() if values is None else values
+        self.errors: Values = HeldValues() if values is None else values
         self.total = 0.0  # their sum
         self.n_inf = 0  # infinite ones
         self.largest: list[tuple[float, int, Any]] = []  # (error, row, id), largest first

@@ -155,7 +155,8 @@ def _collect(
     folder: Path | None = None,
 ) -> _Collected:
     """Add up the result batches: totals, the first input rows, the rows to log, the report,
-    and the samples per item (``--item-col``)."""
+    and the samples per item (``--item-col``); the absolute errors beyond a million go to a
+    file in ``folder`` (`Median`)."""
     totals, first = Totals(), None
     scoring = config.scoring
     errors = AbsErrors(scoring.id_col, Median(folder))
