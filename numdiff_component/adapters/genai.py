@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback
@@ -21,7 +22,8 @@ from numdiff_component.adapters.evaluate import METRIC_NAME, justification, quot
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
-from numdiff_component.scoring import ScoreResult, score
+from numdiff_component.scoring import FAIL, PASS, ScoreResult, score
+from numdiff_component.slices.thresholds import row_thresholds
 
 
 class _NumericDiffScorer(Scorer):
@@ -36,6 +38,7 @@ class _NumericDiffScorer(Scorer):
 
     name: str = METRIC_NAME
     expected_key: str = "expected"
+    threshold_key: str | None = None  # SPEC §3.2: each row's threshold in its expectations
 
     _options: Options = PrivateAttr()
 
@@ -59,6 +62,14 @@ class _NumericDiffScorer(Scorer):
                 "choose the key with make_numeric_diff_scorer(expected_key=...)"
             )
         result = score(outputs, expectations[self.expected_key], self._options)
+        threshold = self._options.threshold
+        if self.threshold_key is not None:  # SPEC §3.2: empty or missing, the global threshold
+            given = [expectations.get(self.threshold_key)]
+            where = f"expectations[{self.threshold_key!r}]"
+            threshold = float(row_thresholds(given, threshold, where, first_row=None)[0])
+            if result.label in (PASS, FAIL):
+                passed = result.score >= threshold
+                result = replace(result, passed=passed, label=PASS if passed else FAIL)
         source = AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=self.name)
         metadata = {"label": result.label, **_numbers(result, self._options.units != "none")}
         return [
@@ -73,7 +84,7 @@ class _NumericDiffScorer(Scorer):
                 name=f"{self.name}/passed",
                 value=result.passed,
                 rationale=f"score {result.score:.6g} {'>=' if result.passed else '<'} "
-                f"threshold {self._options.threshold:g}",
+                f"threshold {threshold:g}",
                 source=source,
                 metadata=metadata,
             ),
@@ -174,7 +185,7 @@ def _rationale(result: ScoreResult, output: Any, expected: Any) -> str:
 
 
 def make_numeric_diff_scorer(
-    *, expected_key: str = "expected", **options: Any
+    *, expected_key: str = "expected", threshold_key: str | None = None, **options: Any
 ) -> _NumericDiffScorer:
     """A scorer for ``mlflow.genai.evaluate`` scoring ``outputs`` against ``expectations``.
 
@@ -184,7 +195,10 @@ def make_numeric_diff_scorer(
     (``score >= threshold``). The run's metrics are ``numeric_diff/score/mean`` (the mean score)
     and ``numeric_diff/passed/mean`` (the pass rate). A row with no number scores 0 with label
     ``unparseable``; a row whose ``expectations`` lack ``expected_key`` is an error for that row.
-    ``options`` are validated once; a bad one raises `OptionError`.
+    With ``threshold_key``, a row passes against ``expectations[threshold_key]`` when it holds
+    one (a number in [0, 1]; missing or empty: the threshold; anything else is an error for that
+    row), as ``--threshold-col`` (SPEC §3.2). ``options`` are validated once; a bad one raises
+    `OptionError`.
 
     >>> scorer = make_numeric_diff_scorer(threshold=0.9, expected_key="answer")
     >>> score_fb, passed_fb = scorer(outputs="It is 41.", expectations={"answer": 42})
@@ -194,7 +208,9 @@ def make_numeric_diff_scorer(
     'output 41 read from "It is [41.]", expected 42, difference 1: score 0.97619 (pass)'
     """
     opts = Options.of(None, **options)  # validated here, once
-    scorer: _NumericDiffScorer = NumericDiffScorer(expected_key=expected_key, **opts.given())
+    scorer: _NumericDiffScorer = NumericDiffScorer(
+        expected_key=expected_key, threshold_key=threshold_key, **opts.given()
+    )
     return scorer
 
 

@@ -289,6 +289,19 @@ def test_scorer_reads_its_expected_key_and_names_a_missing_one() -> None:
         scorer(outputs="41", expectations={"expected": 42})
 
 
+def test_scorer_holds_a_row_to_the_threshold_in_its_expectations() -> None:
+    """SPEC §3.2 as --threshold-col: 41 against 42 scores 0.976, passing 0.9 and not 0.99."""
+    scorer = make_numeric_diff_scorer(threshold_key="tol")
+    for tol, passed in [("0.9", True), (0.99, False), ("", False), (None, False)]:
+        score_fb, passed_fb = scorer(outputs="41", expectations={"expected": 42, "tol": tol})
+        assert passed_fb.value is passed, tol
+        assert score_fb.metadata["label"] == ("pass" if passed else "fail")
+        assert passed_fb.rationale.endswith(f"threshold {0.9 if tol == '0.9' else 0.99:g}")
+    assert scorer(outputs="n/a", expectations={"expected": 1, "tol": 0})[1].value is False
+    with pytest.raises(InputError, match=r"a row of column \"expectations\['tol'\]\": threshold"):
+        scorer(outputs="41", expectations={"expected": 42, "tol": "loose"})
+
+
 def test_scorer_options_are_validated_once_when_made() -> None:
     with pytest.raises(OptionError, match="pick must be one of 'first', 'last', 'answer', got"):
         make_numeric_diff_scorer(pick="middle")
