@@ -49,6 +49,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 SPARK_FILES = ("test_spark_cluster.py", "test_spark.py")
+SHARED_SCOPES = {"tests/engines/test_spark_groups.py": "tests/engines/test_spark.py"}
+"""Modules that go to the worker of another (loadscope hands out a module as one unit): the
+Spark groups tests use test_spark.py's session, one JVM per run instead of one per worker."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadscope``, with the modules of `SHARED_SCOPES` in the scope of another."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SHARED_SCOPES.get(scope, scope)
+
+    return SharedScopes(config, log)  # type: ignore[arg-type]
 
 
 def _weight(item: pytest.Item) -> int:

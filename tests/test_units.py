@@ -178,7 +178,7 @@ unit_options = st.builds(
 )
 
 
-@settings(max_examples=2 * EXAMPLES, deadline=None)  # the only test of this property
+@settings(max_examples=3 * EXAMPLES, deadline=None)  # the only test of this property
 @given(
     column=st.one_of(  # text (an Arrow string column), and mixed objects (read one by one)
         st.lists(st.one_of(texts, st.none()), max_size=12),

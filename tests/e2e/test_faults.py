@@ -536,15 +536,22 @@ def test_an_earlier_jobs_outputs_are_removed_before_new_ones(tmp_path: Path) -> 
     assert written(tmp_path) == [RESULTS]  # no stale report beside the new results
 
 
+@pytest.fixture(scope="module")
+def big_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2,000,000 rows (seconds to write): read, never written, by the tests that use it."""
+    source = tmp_path_factory.mktemp("big") / "big.csv"
+    table(2_000_000).to_csv(source, index=False)
+    return source
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("signal_name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
 def test_a_signal_while_scoring_leaves_no_partial_file(
-    signal_name: str, code: int, tmp_path: Path
+    signal_name: str, code: int, tmp_path: Path, big_csv: Path
 ) -> None:
     import signal
 
-    source = tmp_path / "big.csv"
-    table(2_000_000).to_csv(source, index=False)
+    source = big_csv
     folder = tmp_path / "res"
     process = subprocess.Popen(
         [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)],

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -343,7 +345,33 @@ def test_mlflow_run_with_a_preset_reads_a_relative_path_from_the_callers_folder(
     assert run.data.tags["numeric_diff.input"] == str(tmp_path / "data" / "math_answers.csv")
 
 
-@pytest.mark.slow
+def _step_in_process(*params: str, project: Path) -> subprocess.CompletedProcess[str]:
+    """The step ``mlflow run PROJECT -P ...`` starts, in this process: the entry point's command
+    as MLflow makes it from the parameters, run by `invoke` under a run of the test's
+    experiment (``MLFLOW_RUN_ID``, as ``mlflow run`` sets it), from the project folder."""
+    import shlex
+
+    from mlflow.projects._project_spec import load_project
+
+    parameters = dict(param.split("=", 1) for param in params)
+    command = load_project(str(project)).get_entry_point("main").compute_command(parameters, None)
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "numdiff_component"], command
+    run = MlflowClient().create_run(os.environ["MLFLOW_EXPERIMENT_ID"])
+    with _working_folder(project):
+        return invoke(*argv[3:], env={"MLFLOW_RUN_ID": run.info.run_id})
+
+
+@contextlib.contextmanager
+def _working_folder(folder: Path) -> Iterator[None]:
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 @pytest.mark.parametrize(
     ("param", "error"),
     [
@@ -356,11 +384,13 @@ def test_mlflow_run_with_a_preset_reads_a_relative_path_from_the_callers_folder(
 def test_mlflow_run_with_a_bad_value_is_a_tagged_failure(
     tracking_uri: str, mlflow_project: Path, param: str, error: str
 ) -> None:
-    """Values click refuses and inputs that are not inputs fail the run with the tags the
-    README's table promises, like any bad input; nothing is scored."""
-    assert _project_run(param, project=mlflow_project) is None
+    """Values click refuses and inputs that are not inputs fail the step (exit 2) with the tags
+    the README's table promises, like any bad input; nothing is scored. The step runs in this
+    process (the MLproject's command as MLflow makes it): that ``mlflow run`` turns a step's
+    failure into a FAILED run with these tags is test_mlflow_run_tags_why_a_step_failed's."""
+    done = _step_in_process(param, project=mlflow_project)
+    assert done.returncode == 2, done.stderr
     run = _only_run()
-    assert run.info.status == "FAILED"
     assert error in run.data.tags["numeric_diff.error"], run.data.tags
     assert run.data.tags["numeric_diff.exit_code"] == "2"
     assert not run.data.metrics

@@ -324,30 +324,28 @@ def run_id(stdout: str) -> str:
 
 @pytest.fixture(scope="module")
 def connect_run(connect_url: str, workdir: Path) -> tuple[Path, str]:
-    """A tracked Spark Connect job with the default options, as a user runs it: its results
-    folder and its run id (two tests below read it: one job on the server, not two)."""
+    """A tracked Spark Connect job with opt-in readings (`READINGS`), as a user runs it: its
+    results folder and its run id (two tests below read it: one job on the server, not two).
+    The default options go through the standalone cluster."""
     done = numdiff(
-        workdir, "--engine", "spark", "--results-dir", "connect0", env={"SPARK_REMOTE": connect_url}
+        workdir,
+        *("--engine", "spark", "--results-dir", "connect4", *READINGS),
+        env={"SPARK_REMOTE": connect_url},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return workdir / "connect0", run_id(done.stdout)
+    return workdir / "connect4", run_id(done.stdout)
 
 
 def test_spark_connect_equals_pandas(
-    connect_url: str,
     connect_run: tuple[Path, str],
-    workdir: Path,
     pandas_results: dict[tuple[str, ...], pd.DataFrame],
 ) -> None:
-    """A relative path, workers without the package: the pandas engine's results, cell for
-    cell, with defaults and with opt-in readings."""
-    with_readings = run_ok(workdir, "connect4", *READINGS, env={"SPARK_REMOTE": connect_url})
-    for out, want in (
-        (connect_run[0], pandas_results[()]),
-        (with_readings, pandas_results[READINGS]),
-    ):
-        pd.testing.assert_frame_equal(results(out), want)
-        assert not list(out.glob(".*.partial"))
+    """A relative path, workers without the package, opt-in readings: the pandas engine's
+    results, cell for cell. (The default options, on a cluster whose workers lack the package
+    too: test_standalone_cluster_equals_pandas.)"""
+    out = connect_run[0]
+    pd.testing.assert_frame_equal(results(out), pandas_results[READINGS])
+    assert not list(out.glob(".*.partial"))
 
 
 def test_standalone_cluster_equals_pandas(
@@ -377,7 +375,7 @@ def test_tracked_run_same_as_the_pandas_engines(
     the pandas engine: tests/engines/test_spark.py::test_run_spark_job_end_to_end.)"""
     from mlflow import MlflowClient
 
-    done = numdiff(workdir, "--engine", "pandas", "--results-dir", "tracked-pandas")
+    done = numdiff(workdir, "--engine", "pandas", "--results-dir", "tracked-pandas", *READINGS)
     assert done.returncode == 0, done.stderr[-3000:]
     connect, pandas = connect_run[0], workdir / "tracked-pandas"
     runs = {"spark": connect_run[1], "pandas": run_id(done.stdout)}

@@ -27,7 +27,7 @@ from numdiff_component.inputs.sources import MAX_COLUMNS, is_remote, local_path
 from numdiff_component.inputs.tables import StreamBroken, Table, open_table
 from numdiff_component.job.run import run_job
 from numdiff_component.task.config import JobConfig
-from tests.fixtures.commands import numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, one_line_error
 
 ROWS = pd.DataFrame(
     {
@@ -402,11 +402,12 @@ def test_a_csv_row_past_the_row_limit_is_exit_2_naming_it(
 ) -> None:
     """A row longer than a block is read whole, at about 10 times its bytes of memory: past
     NUMDIFF_MAX_ROW_BYTES (low here: a 3 MiB row against 2 MiB, from a 3 kB .csv.gz) it is one
-    line and exit 2 naming the limit; under it (4 MiB) the row is scored whole."""
+    line and exit 2 naming the limit; under it (4 MiB) the row is scored whole. The command runs
+    in this process: what it proves is the reader's limit, not the process."""
     data = b"id,output,expected\nr0,1,1\nlong," + b"7" * LONG + b",1\n"
     source = _compress(data, tmp_path / "t.csv.gz")
     folder = tmp_path / "res"
-    done = numdiff_process(
+    done = invoke(
         "score",
         str(source),
         "-q",

@@ -141,7 +141,7 @@ def test_the_cli_and_score_agree_on_quotients_at_threshold_1(
     source = tmp_path / "t.csv"
     pd.DataFrame({"output": rows, "expected": expected}).to_csv(source, index=False)
     args = ["-q", "--no-plots", "--fractions", "--threshold", "1", "--results-dir", str(tmp_path)]
-    done = numdiff_process("score", str(source), *args, timeout=GUARD)
+    done = invoke("score", str(source), *args)  # what it proves is the reading, not the process
     assert done.returncode == 0, done.stderr
     results = pd.read_parquet(tmp_path / "results.parquet")
     plain = [score(a, b, fractions=True, threshold=1) for a, b in zip(rows, expected, strict=True)]
