@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.options import PRESETS, SCHEMA, Options
-from numdiff_component.scoring import FAIL, PASS, score, score_frame
+from numdiff_component.scoring import passes, score, score_frame
 
 SAMPLE_ROWS = 200
 """Failing rows, and passing rows, kept to try the presets and options on."""
@@ -150,10 +150,8 @@ class PresetHint:
             }
         else:
             scored = score_frame(rows.reset_index(drop=True), *columns, options)
-        if self.limits_col:  # SPEC §3.2: compared, and at least the row's own threshold
-            compared = np.isin(np.asarray(scored["label"], dtype=object), [PASS, FAIL])
-            limits = rows[self.limits_col].to_numpy(dtype=float)
-            return compared & (np.asarray(scored["score"], dtype=float) >= limits)
+        if self.limits_col:  # SPEC §3.2: each row against its own threshold
+            return passes(scored["score"], scored["label"], rows[self.limits_col].to_numpy(float))
         return np.asarray(scored["passed"], dtype=bool)
 
 

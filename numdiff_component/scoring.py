@@ -165,6 +165,13 @@ def _score_columns(
     return {**numbers, "passed": passed}, codes
 
 
+def passes(scores: Any, labels: Any, thresholds: Any) -> np.ndarray:
+    """Which rows pass against ``thresholds`` (one, or one per row: SPEC §3.2): those compared,
+    labelled `PASS` or `FAIL`, whose score is at least their threshold (§2)."""
+    compared = np.isin(np.asarray(labels, dtype=object), [PASS, FAIL])
+    return compared & (np.asarray(scores, dtype=float) >= thresholds)
+
+
 def _plain(value: Any) -> Any:
     """A result column's value as `ScoreResult` holds it: ``None`` for no number or unit."""
     if value is None or value is pd.NA:

@@ -22,8 +22,8 @@ from numdiff_component.adapters.evaluate import METRIC_NAME, justification, quot
 from numdiff_component.aggregate import aggregate
 from numdiff_component.errors import InputError
 from numdiff_component.options import OPTION_NAMES, SCHEMA, Options, OptionSpec
-from numdiff_component.scoring import FAIL, PASS, ScoreResult, score
-from numdiff_component.slices.thresholds import row_thresholds
+from numdiff_component.scoring import ScoreResult, score
+from numdiff_component.slices.thresholds import ROW_THRESHOLD, row_passes
 
 
 class _NumericDiffScorer(Scorer):
@@ -66,10 +66,10 @@ class _NumericDiffScorer(Scorer):
         if self.threshold_key is not None:  # SPEC §3.2: empty or missing, the global threshold
             given = [expectations.get(self.threshold_key)]
             where = f"expectations[{self.threshold_key!r}]"
-            threshold = float(row_thresholds(given, threshold, where, first_row=None)[0])
-            if result.label in (PASS, FAIL):
-                passed = result.score >= threshold
-                result = replace(result, passed=passed, label=PASS if passed else FAIL)
+            row = {"score": [result.score], "label": [result.label]}
+            held = row_passes(row, given, where, threshold, first_row=None)
+            threshold = float(held[ROW_THRESHOLD][0])
+            result = replace(result, passed=bool(held["passed"][0]), label=held["label"][0])
         source = AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=self.name)
         metadata = {"label": result.label, **_numbers(result, self._options.units != "none")}
         return [

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from numdiff_component.errors import InputError
-from numdiff_component.scoring import FAIL, PASS
+from numdiff_component.scoring import FAIL, PASS, passes
 
 ROW_THRESHOLD = "row_threshold"
 """The result column holding the threshold each row was held to."""
@@ -94,7 +94,7 @@ def row_passes(
     limits = row_thresholds(values, threshold, column, first_row, ids)
     labels = pd.Series(results["label"], copy=False)
     compared = np.asarray(labels.isin([PASS, FAIL]), dtype=bool)
-    passed = compared & (np.asarray(results["score"], dtype=float) >= limits)
+    passed = passes(results["score"], labels, limits)
     relabelled = np.where(compared, np.where(passed, PASS, FAIL), labels.to_numpy(dtype=object))
     label = pd.array(relabelled, dtype=labels.dtype)
     return {**results, "passed": passed, "label": label, ROW_THRESHOLD: limits}
