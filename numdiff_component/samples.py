@@ -56,24 +56,25 @@ def vote(values: np.ndarray, threshold: float, floor: float) -> tuple[np.ndarray
     (array([0, 0]), array([2, 1]))
     """
     m, n = values.shape
+    rows = np.arange(m)
     heads = np.full((m, n), np.nan)  # each cluster's first number
     starts = np.full((m, n), -1)  # each cluster's first sample's position
     sizes = np.zeros((m, n), dtype=np.int64)
     count = np.zeros(m, dtype=np.int64)  # clusters so far
-    rows = np.arange(m)
+    # Flat positions (row * n + cluster) index faster than (row, cluster) pairs.
+    flat_heads, flat_starts, flat_sizes = heads.ravel(), starts.ravel(), sizes.ravel()
     for j in range(n):
         number = values[:, j]
         has = ~np.isnan(number)
-        scores, _ = pair_scores(heads[:, : j + 1], number[:, None], floor)
-        joins = (scores >= threshold) & ~np.isnan(heads[:, : j + 1])
-        found = joins.any(axis=1)
-        first = np.argmax(joins, axis=1)
-        join = has & found
-        sizes[rows[join], first[join]] += 1
-        new = rows[has & ~found]
-        heads[new, count[new]] = number[new]
-        starts[new, count[new]] = j
-        sizes[new, count[new]] = 1
+        scores, _ = pair_scores(heads[:, :j], number[:, None], floor)
+        joins = (scores >= threshold) & ~np.isnan(heads[:, :j])
+        first = np.argmax(joins, axis=1) if j else np.zeros(m, dtype=np.int64)
+        found = joins[rows, first] if j else np.zeros(m, dtype=bool)
+        join = np.flatnonzero(has & found)
+        flat_sizes[join * n + first[join]] += 1
+        new = np.flatnonzero(has & ~found)
+        at = new * n + count[new]
+        flat_heads[at], flat_starts[at], flat_sizes[at] = number[new], j, 1
         count[new] += 1
     winner = np.argmax(sizes, axis=1)  # the first of the largest
     return starts[rows, winner], sizes[rows, winner]
@@ -87,13 +88,18 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     [0.4, 0.0, 1.0]
     """
     n, c = np.asarray(n, dtype=np.int64), np.asarray(c, dtype=np.int64)
-    pairs, where = np.unique(n * (int(n.max(initial=0)) + 1) + c, return_inverse=True)
     width = int(n.max(initial=0)) + 1
+    where, pairs = pd.factorize(n * width + c)
     values = [
         1 - math.comb(ni - ci, k) / math.comb(ni, k) if k <= ni else math.nan
         for ni, ci in (divmod(int(pair), width) for pair in pairs)
     ]
-    return np.asarray(values, dtype=float)[where.reshape(-1)]
+    return np.asarray(values, dtype=float)[where]
+
+
+def row_order(rows: np.ndarray) -> np.ndarray | None:
+    """The positions that put samples in row order; ``None`` when they are (a bucket's are)."""
+    return None if bool(np.all(rows[1:] > rows[:-1])) else np.argsort(rows, kind="stable")
 
 
 def item_table(
@@ -104,16 +110,29 @@ def item_table(
 
     An item whose samples read different expected numbers is an `InputError` naming it.
     """
-    rows = samples["row"].to_numpy()
-    in_order = bool(np.all(rows[1:] > rows[:-1]))  # a bucket's samples come in row order
-    ordered = samples if in_order else samples.sort_values("row", kind="stable")
+    order = row_order(samples["row"].to_numpy())
+    ordered = samples if order is None else samples.iloc[order]
     codes, items = pd.factorize(ordered[item_col], sort=False)
+    columns = {name: ordered[name].to_numpy() for name in SAMPLE_COLUMNS}
+    return pd.DataFrame(item_columns(item_col, items, codes, columns, ks, options))
+
+
+def item_columns(
+    item_col: str,
+    items: Any,
+    codes: np.ndarray,
+    samples: Mapping[str, np.ndarray],
+    ks: Iterable[int],
+    options: Options,
+) -> dict[str, Any]:
+    """`item_table`'s columns, of ``samples`` (`SAMPLE_COLUMNS`) in row order whose items are
+    ``items[codes]`` (``items`` in first-row order, as `pandas.factorize` gives them)."""
     # Each item's samples together, in row order; by radix when codes fit 16 bits.
     order = np.argsort(codes.astype(np.uint16) if len(items) <= 1 << 16 else codes, kind="stable")
     code = codes[order]
     n = np.bincount(code, minlength=len(items))
     start = np.concatenate([[0], np.cumsum(n)[:-1]])
-    column = {name: ordered[name].to_numpy()[order] for name in SAMPLE_COLUMNS}
+    column = {name: np.asarray(samples[name])[order] for name in SAMPLE_COLUMNS}
     _check_expected(column["expected_value"], start, code, items)
     passed = column["passed"].astype(bool)
     table: dict[str, Any] = {
@@ -136,7 +155,7 @@ def item_table(
     table["agreement"] = size / n
     for k in ks:
         table[pass_at(k)] = pass_at_k(n, table["n_passed"], k)
-    return pd.DataFrame(table)
+    return table
 
 
 def _check_expected(expected: np.ndarray, start: np.ndarray, code: np.ndarray, items: Any) -> None:
@@ -144,8 +163,10 @@ def _check_expected(expected: np.ndarray, start: np.ndarray, code: np.ndarray, i
     same = (expected == first) | (np.isnan(expected) & np.isnan(first))
     if not same.all():
         at = int(np.argmin(same))
+        item = items[code[at]]
+        item = item.as_py() if isinstance(item, pa.Scalar) else item
         raise InputError(
-            f"item {items[code[at]]!r} has samples with different expected numbers "
+            f"item {item!r} has samples with different expected numbers "
             f"({first[at]:g} and {expected[at]:g}); the samples of one item share one expected"
         )
 

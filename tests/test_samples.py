@@ -9,12 +9,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numdiff_component import Options, score_frame
 from numdiff_component.errors import InputError, OptionError
 from numdiff_component.options import sample_ks
-from numdiff_component.samples import ItemTotals, item_table, samples_of
-from tests.fixtures.samples import items_table, reference_aggregates, reference_items
+from numdiff_component.samples import ItemTotals, item_table, samples_of, vote
+from tests.fixtures.run import EXAMPLES
+from tests.fixtures.samples import (
+    items_table,
+    reference_aggregates,
+    reference_items,
+    reference_vote,
+)
 
 KS = (1, 2, 5, 10)
 ANSWERS = Options(preset="answers")
@@ -109,3 +117,21 @@ def test_samples_come_together_whatever_the_number_of_items(n_items: int) -> Non
     assert table["item"].tolist() == list(range(n_items))
     assert (table["n_samples"] == 2).all() and (table["agreement"] == 1.0).all()
     assert table["maj_value"].tolist() == list(map(float, range(n_items)))
+
+
+NUMBERS = st.sampled_from([0.0, -0.0, 1.0, 100.0, 100.5, 99.2, 98.0, math.nan, 1e308, -1e308])
+NUMBERS |= st.floats(allow_infinity=False)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.lists(st.lists(NUMBERS, min_size=n, max_size=n), min_size=1, max_size=12)
+    ),
+    st.sampled_from([0.0, 0.5, 0.99, 1.0]) | st.floats(0, 1),
+    st.sampled_from([0.0, 1.0]) | st.floats(0, 1e3),
+)
+def test_vote_equals_the_reference(rows: list[list[float]], threshold: float, floor: float) -> None:
+    winner, size = vote(np.array(rows, dtype=float), threshold, floor)
+    want = [reference_vote(values, threshold, floor) for values in rows]
+    assert list(zip(winner.tolist(), size.tolist(), strict=True)) == want

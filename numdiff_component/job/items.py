@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from numdiff_component.options import Options
-from numdiff_component.samples import ItemTotals, item_table, samples_of
+from numdiff_component.samples import (
+    SAMPLE_COLUMNS,
+    ItemTotals,
+    item_columns,
+    row_order,
+    samples_of,
+)
 
 BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
@@ -85,13 +92,30 @@ class ItemSamples:
         self._schema: pa.Schema | None = None  # the first batch's: later ones are cast to it
         self._pending: list[tuple[pa.Table, np.ndarray]] = []  # sorted batches, bucket starts
         self._pending_rows = 0
+        # Sorting and writing go on in a thread while the job scores the next batch, one call
+        # at a time: what the job holds in memory for them is one batch.
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="numdiff-items")
+        self._aside_call: Future[None] | None = None
 
     def add(self, results: Mapping[str, Any]) -> None:
         """Keep the samples of a batch of results (the item column and the result columns)."""
         table = samples_of(results, self.item_col, self.options, self.rows)
         self._schema = self._schema or table.schema
-        table = table.cast(self._schema)
         self.rows += table.num_rows
+        self._aside(self._keep, table.cast(self._schema))
+
+    def _aside(self, call: Callable[..., None], *args: Any) -> None:
+        """``call(*args)`` in the thread, once the call before it has ended (its error is raised
+        here)."""
+        self._wait()
+        self._aside_call = self._pool.submit(call, *args)
+
+    def _wait(self) -> None:
+        if self._aside_call is not None:
+            call, self._aside_call = self._aside_call, None
+            call.result()
+
+    def _keep(self, table: pa.Table) -> None:
         bucket = buckets(table.column(self.item_col).combine_chunks())
         order = np.argsort(bucket, kind="stable")
         bounds = np.searchsorted(bucket[order], np.arange(BUCKETS + 1))
@@ -113,8 +137,9 @@ class ItemSamples:
                 self._writers[b].write_table(pa.concat_tables(parts).combine_chunks())
         self._pending, self._pending_rows = [], 0
 
-    def items(self) -> Iterator[pd.DataFrame]:
+    def items(self) -> Iterator[pa.Table]:
         """The items, a bucket at a time (all at once, in first-row order, when few)."""
+        self._wait()
         self._write_pending()
         for writer in self._writers.values():
             writer.close()
@@ -122,8 +147,16 @@ class ItemSamples:
         groups = [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
         for group in groups:
             tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in group]
-            samples = pa.concat_tables(tables).to_pandas()
-            yield item_table(samples, self.item_col, self.ks, self.options)
+            samples = pa.concat_tables(tables)
+            order = row_order(samples.column("row").to_numpy())
+            samples = (samples if order is None else samples.take(order)).combine_chunks()
+            encoded = samples.column(self.item_col).chunk(0).dictionary_encode()
+            columns = {name: samples.column(name).to_numpy() for name in SAMPLE_COLUMNS}
+            codes = encoded.indices.to_numpy()
+            found = item_columns(
+                self.item_col, encoded.dictionary, codes, columns, self.ks, self.options
+            )
+            yield pa.table(found)
 
     def write(self, path: Path) -> None:
         """Group the samples into ``path`` (Parquet, one row per item), written under a hidden
@@ -131,24 +164,26 @@ class ItemSamples:
         partial = path.with_name(f".{path.name}.partial")
         writer = None
         try:
-            for frame in self.items():
-                table = pa.Table.from_pandas(frame, preserve_index=False)
+            for table in self.items():
                 # Items are mostly distinct: a dictionary of them costs time and saves nothing.
                 counts = [name for name in table.column_names if name != self.item_col]
                 writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=counts)
-                writer.write_table(table.cast(writer.schema))
+                self._aside(writer.write_table, table.cast(writer.schema))  # beside the next
+            self._wait()
             if writer is not None:
                 writer.close()
                 writer = None
                 partial.replace(path)
         finally:
+            self._pool.shutdown()  # no write runs while the file is closed
             if writer is not None:
                 writer.close()
             partial.unlink(missing_ok=True)
             self.close()
 
     def close(self) -> None:
-        """Remove the bucket files."""
+        """Remove the bucket files, once the thread's call has ended."""
+        self._pool.shutdown()
         for writer in self._writers.values():
             writer.close()
         self._writers = {}
