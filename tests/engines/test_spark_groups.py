@@ -15,12 +15,12 @@ pytest.importorskip("pyspark.sql", reason="needs the spark extra", exc_type=Impo
 from numdiff_component import score_frame
 from numdiff_component.engines.pandas_engine import PandasEngine
 from numdiff_component.engines.spark import SparkEngine, load_spark_table, score_spark
-from numdiff_component.engines.spark_groups import groups_spark
 from numdiff_component.errors import InputError
 from numdiff_component.job.run import run_job
 from numdiff_component.scoring import SPAN_COLUMNS
 from numdiff_component.slices.groups import GroupTotals
 from numdiff_component.slices.thresholds import apply_row_thresholds
+from numdiff_component.spark import groups_spark
 from numdiff_component.task.config import JobConfig, Scoring
 from tests.engines.test_spark import spark  # noqa: F401 - the one session of the Spark tests
 from tests.fixtures.tables import sliced_table, write_table
