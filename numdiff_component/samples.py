@@ -66,10 +66,11 @@ def vote(values: np.ndarray, threshold: float, floor: float) -> tuple[np.ndarray
     for j in range(n):
         number = values[:, j]
         has = ~np.isnan(number)
-        scores, _ = pair_scores(heads[:, :j], number[:, None], floor)
-        joins = (scores >= threshold) & ~np.isnan(heads[:, :j])
-        first = np.argmax(joins, axis=1) if j else np.zeros(m, dtype=np.int64)
-        found = joins[rows, first] if j else np.zeros(m, dtype=bool)
+        known = heads[:, : int(count.max(initial=0))]  # the clusters started in some row
+        scores, _ = pair_scores(known, number[:, None], floor)
+        joins = (scores >= threshold) & ~np.isnan(known)
+        first = np.argmax(joins, axis=1) if joins.shape[1] else np.zeros(m, dtype=np.int64)
+        found = joins[rows, first] if joins.shape[1] else np.zeros(m, dtype=bool)
         join = np.flatnonzero(has & found)
         flat_sizes[join * n + first[join]] += 1
         new = np.flatnonzero(has & ~found)
