@@ -74,6 +74,15 @@ def cli() -> None:
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
+threshold_col_option = click.option(
+    "--threshold-col",
+    default="",
+    metavar="COL",
+    help="Column holding each row's threshold (a number in [0, 1]; empty: --threshold).",
+)
+"""SPEC §3.2's column, for ``score`` and ``log-model``."""
+
+
 @cli.command(cls=Command)
 @guarded
 @click.argument("predictions", required=False, default=None)
@@ -95,12 +104,7 @@ def cli() -> None:
     metavar="COL",
     help="Also aggregate per value of COL (repeatable, or commas): metrics per group.",
 )
-@click.option(
-    "--threshold-col",
-    default="",
-    metavar="COL",
-    help="Column holding each row's threshold (a number in [0, 1]; empty: --threshold).",
-)
+@threshold_col_option
 @click.option(
     "--item-col",
     default="",
@@ -314,18 +318,21 @@ def _caller_folder() -> str | None:
 @guarded
 @click.option("--name", default="numeric_diff_model", show_default=True, help="Model name.")
 @scoring_options
+@threshold_col_option
 @click.option("--experiment-name", default=None, help="MLflow experiment for a new run.")
 @click.option("--run-name", default=None, help="Name of a new MLflow run.")
 def log_model(
     name: str,
     options: Options,
+    threshold_col: str,
     experiment_name: str | None,
     run_name: str | None,
 ) -> None:
     """Log the scorer as an MLflow pyfunc model and print its URI.
 
     The model takes a table with 'output' and 'expected' (text) and returns score, passed,
-    label, output_value, expected_value and abs_error per row. Serve it with
+    label, output_value, expected_value and abs_error per row; with --threshold-col, that
+    input column holds each row's threshold (numbers), recorded as row_threshold. Serve it with
     `mlflow models serve -m <URI> --env-manager local`.
     """
     from numdiff_component.adapters.pyfunc import log_numeric_diff_model
@@ -334,6 +341,7 @@ def log_model(
         name,
         experiment_name=experiment_name,
         run_name=run_name,
+        threshold_col=threshold_col or None,
         **options.as_dict(),
     )
     click.echo(info.model_uri)

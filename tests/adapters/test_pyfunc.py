@@ -72,6 +72,29 @@ def test_predict_names_the_missing_column() -> None:
         NumericDiffModel().predict(None, pd.DataFrame({"out": ["1"], "expected": ["1"]}))
 
 
+def test_predict_holds_each_row_to_its_threshold() -> None:
+    """SPEC §3.2: a row passes when its score is at least its own threshold, NaN meaning the
+    threshold option; the labels other than pass and fail stay."""
+    limits = [1.0, 0.99, None, 0.0, 0.5, 0.0]
+    frame = TABLE.assign(tol=limits)
+    predicted = NumericDiffModel(Options(threshold=0.9), threshold_col="tol").predict(None, frame)
+    assert list(predicted.columns) == [*OUTPUT_COLUMNS, "row_threshold"]
+    held = [0.9 if limit is None else limit for limit in limits]
+    assert predicted["row_threshold"].tolist() == held
+    core = _core(TABLE, threshold=0.9)
+    compared = core["label"].isin(["pass", "fail"])
+    passed = compared & (core["score"] >= held)
+    assert predicted["passed"].tolist() == passed.tolist()
+    want = core["label"].where(~compared, passed.map({True: "pass", False: "fail"}))
+    assert predicted["label"].tolist() == want.tolist()
+    assert predicted["passed"].tolist() != core["passed"].tolist()  # the thresholds count
+    bad = frame.assign(tol=[0.5, 2.0, 0.5, 0.5, 0.5, 0.5])
+    with pytest.raises(InputError, match=r"^row 2 of column 'tol': threshold 2.0 is not a number"):
+        NumericDiffModel(threshold_col="tol").predict(None, bad)
+    with pytest.raises(InputError, match=r"^threshold column 'tol' not found"):
+        NumericDiffModel(threshold_col="tol").predict(None, TABLE)
+
+
 def test_load_context_reads_the_options_from_the_model_config() -> None:
     model = NumericDiffModel()
     model.load_context(PythonModelContext(artifacts={}, model_config={"decimal_comma": True}))
@@ -228,6 +251,7 @@ def test_served_model_answers_over_http(
 def test_log_model_command_prints_a_uri_that_loads() -> None:
     # The console script that pip installs, in a process of its own.
     args = "--name gate --threshold 0.5 --pick last --experiment-name nd-models --run-name lm"
+    args += " --threshold-col tol"
     result = numdiff_process("log-model", *args.split(), command=SCRIPT, timeout=180)
     assert result.returncode == 0, result.stderr
     assert "pickle" not in result.stderr.lower()
@@ -236,6 +260,11 @@ def test_log_model_command_prints_a_uri_that_loads() -> None:
     loaded = mlflow.pyfunc.load_model(uri)
     assert loaded.model_config["threshold"] == 0.5
     assert loaded.model_config["pick"] == "last"
+    assert loaded.model_config["threshold_col"] == "tol"
+    assert "tol" in loaded.metadata.get_input_schema().input_names()
+    frame = TABLE.assign(tol=[1.0, None, 1.0, 1.0, 1.0, 1.0])  # the signature's doubles
+    want = NumericDiffModel(Options(threshold=0.5, pick="last"), "tol").predict(None, frame)
+    pd.testing.assert_frame_equal(loaded.predict(frame), want)
     run = mlflow.get_run(loaded.metadata.run_id)
     assert run.info.run_name == "lm"
     assert mlflow.get_experiment(run.info.experiment_id).name == "nd-models"
