@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,6 @@ BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
 WRITTEN_ROWS = 400_000
 """Samples kept in memory before they are written, a record batch per bucket."""
-GROUPING_THREADS = 2
-"""Buckets grouped at once, each in a thread of its own."""
 ONE_GROUP_ROWS = 1_000_000
 """Up to this many samples are grouped at once, so their items come out in first-row order."""
 
@@ -140,23 +137,15 @@ class ItemSamples:
                 self._writers[b].write_table(pa.concat_tables(parts).combine_chunks())
         self._pending, self._pending_rows = [], 0
 
-    def items(self) -> Iterator[pa.Table]:
-        """The items, a bucket at a time (all at once, in first-row order, when few)."""
+    def _groups(self) -> list[list[Path]]:
+        """The bucket files, complete, in the groups they are grouped in: all at once (items
+        in first-row order) when they are few, else one by one."""
         self._wait()
         self._write_pending()
         for writer in self._writers.values():
             writer.close()
         buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]
-        groups = [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
-        # Two groups at a time (numpy and Arrow let go of the GIL), taken in order.
-        with ThreadPoolExecutor(GROUPING_THREADS, thread_name_prefix="numdiff-group") as pool:
-            grouping: deque[Future[pa.Table]] = deque()
-            for group in groups:
-                grouping.append(pool.submit(self._grouped, group))
-                if len(grouping) > GROUPING_THREADS:
-                    yield grouping.popleft().result()
-            while grouping:
-                yield grouping.popleft().result()
+        return [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
 
     def _grouped(self, files: list[Path]) -> pa.Table:
         """The items of the samples in ``files``, in first-row order."""
@@ -173,17 +162,19 @@ class ItemSamples:
         )
         return pa.table(found)
 
-    def write(self, path: Path) -> None:
+    def write(self, path: Path) -> ItemTotals:
         """Group the samples into ``path`` (Parquet, one row per item), written under a hidden
-        name and renamed once complete; the buckets go."""
+        name and renamed once complete; the buckets go. Returns the items' totals."""
+        totals = ItemTotals(self.item_col, self.ks)
         partial = path.with_name(f".{path.name}.partial")
         writer = None
         try:
-            for table in self.items():
+            for files in self._groups():
+                table = self._grouped(files)
                 # Items are mostly distinct: a dictionary of them costs time and saves nothing.
                 counts = [name for name in table.column_names if name != self.item_col]
                 writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=counts)
-                self._aside(writer.write_table, table.cast(writer.schema))  # beside the next
+                self._aside(self._written, writer, table, totals, files)  # beside the next
             self._wait()
             if writer is not None:
                 writer.close()
@@ -195,6 +186,17 @@ class ItemSamples:
                 writer.close()
             partial.unlink(missing_ok=True)
             self.close()
+        return totals
+
+    @staticmethod
+    def _written(
+        writer: pq.ParquetWriter, table: pa.Table, totals: ItemTotals, files: list[Path]
+    ) -> None:
+        """Write a group's items, add them to ``totals`` and remove its bucket files."""
+        writer.write_table(table.cast(writer.schema))
+        totals.add(table.to_pandas())
+        for file in files:
+            file.unlink()
 
     def close(self) -> None:
         """Remove the bucket files, once the thread's call has ended."""

@@ -34,6 +34,7 @@ from numdiff_component.job.baseline import against_baseline
 from numdiff_component.job.items import ItemSamples, item_aggregates
 from numdiff_component.job.median import Median
 from numdiff_component.report.builder import ReportBuilder
+from numdiff_component.samples import ItemTotals
 from numdiff_component.scoring import result_schema
 from numdiff_component.slices.groups import GroupTotals
 from numdiff_component.slices.thresholds import ROW_THRESHOLD
@@ -113,6 +114,7 @@ class _Collected:
     report: ReportBuilder | None
     hint: PresetHint  # the preset that would read the numbers meant, tried on a few rows
     groups: GroupTotals | None = None  # with ``--by`` (SPEC §3.1)
+    items: ItemTotals | None = None  # with ``--item-col``, grouped by the job (SPEC §3.3)
 
     def notes(self) -> tuple[str, ...]:
         """One-line hints for the user, shown with the results: the preset, then the single
@@ -231,7 +233,7 @@ def _score(
     ):
         collected = _collect(batches, config, table.source, progress, items, path.parent)
         if items is not None:
-            items.write(path.parent / ITEMS_PARQUET)
+            collected.items = items.write(path.parent / ITEMS_PARQUET)
         return collected
 
 
@@ -331,7 +333,8 @@ def _run(
     notes = collected.notes()
     items_file = path.parent / ITEMS_PARQUET
     if config.scoring.item_col is not None:  # SPEC §3.3: the items' aggregates and notes
-        item_totals = item_aggregates(items_file, config.scoring.item_col, config.scoring.k)
+        item_col, ks = config.scoring.item_col, config.scoring.k
+        item_totals = collected.items or item_aggregates(items_file, item_col, ks)  # Spark's
         aggregates |= item_totals.aggregates()
         notes += item_totals.notes()
     # Said where the value is shown: terminal, reports, run.
