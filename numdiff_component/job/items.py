@@ -149,11 +149,10 @@ class ItemSamples:
 
     def _grouped(self, files: list[Path]) -> pa.Table:
         """The items of the samples in ``files``, in first-row order."""
-        samples = pa.concat_tables(
-            pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files
-        )
+        tables = (pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files)
+        samples = pa.concat_tables(tables).combine_chunks()
         order = row_order(samples.column("row").to_numpy())
-        samples = (samples if order is None else samples.take(order)).combine_chunks()
+        samples = samples if order is None else samples.take(order)
         encoded = samples.column(self.item_col).chunk(0).dictionary_encode()
         columns = {name: samples.column(name).to_numpy() for name in SAMPLE_COLUMNS}
         codes = encoded.indices.to_numpy()
