@@ -94,20 +94,18 @@ def batch_sums(results: Mapping[str, Any], column: str) -> pd.DataFrame:
     values = pd.Series(results[column], copy=False)
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
     per_value = {
-        "n": np.ones(len(codes)),
+        "n": None,
         "n_passed": np.asarray(results["passed"], dtype=bool),
         "score_sum": np.asarray(results["score"], dtype=float),
         "n_no_answer": np.isnan(np.asarray(results["output_value"], dtype=float)),
         "n_compared": compared,
         "abs_error_sum": np.where(compared, errors, 0.0),
     }
-    sums = {
-        name: np.bincount(codes, weights=weights, minlength=len(uniques))
-        for name, weights in per_value.items()
-    }
-    frame = pd.DataFrame(sums, index=pd.Index(np.asarray(uniques, dtype=object), dtype=object))
-    counts = [name for name in sums if not name.endswith("_sum")]
-    return frame.astype(dict.fromkeys(counts, np.int64))
+    sums = {}
+    for name, weights in per_value.items():
+        found = np.bincount(codes, weights=weights, minlength=len(uniques))
+        sums[name] = found if name.endswith("_sum") else found.astype(np.int64)  # counts
+    return pd.DataFrame(sums, index=pd.Index(np.asarray(uniques, dtype=object), dtype=object))
 
 
 def merge_sums(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
