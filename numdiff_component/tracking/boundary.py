@@ -142,14 +142,19 @@ def mlflow_run(
 
 
 def _made_up(name: str | None) -> bool:
-    """Whether ``name`` is one MLflow makes up for a run nobody named (``glamorous-wolf-831``)."""
+    """Whether ``name`` is one MLflow makes up for a run nobody named (``glamorous-wolf-831``).
+
+    No public API says so: MLflow's own word lists are read, and without them (a later MLflow)
+    no name is taken for made up, so a run is never renamed."""
     from mlflow.utils import name_utils
 
+    predicates = getattr(name_utils, "_GENERATOR_PREDICATES", ())
+    nouns = getattr(name_utils, "_GENERATOR_NOUNS", ())
     parts = (name or "").split("-")
     return (
         len(parts) == 3
-        and parts[0] in {p.lower() for p in name_utils._GENERATOR_PREDICATES}
-        and parts[1] in {n.lower() for n in name_utils._GENERATOR_NOUNS}
+        and parts[0] in {p.lower() for p in predicates}
+        and parts[1] in {n.lower() for n in nouns}
         and parts[2].isdigit()
     )
 
