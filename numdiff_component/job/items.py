@@ -34,6 +34,9 @@ BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
 WRITTEN_ROWS = 400_000
 """Samples kept in memory before they are written, a record batch per bucket."""
+MOSTLY_DISTINCT = ("first_row", "mean_at_k", "maj_value", "maj_score")
+"""The columns of ``items.parquet`` (`samples.ITEM_COLUMNS`) written without a dictionary, as
+the item column: the others (counts, booleans, fractions of a few samples) take few values."""
 ONE_GROUP_ROWS = 1_000_000
 """Up to this many samples are grouped at once, so their items come out in first-row order."""
 
@@ -170,9 +173,10 @@ class ItemSamples:
         try:
             for files in self._groups():
                 table = self._grouped(files)
-                # Items are mostly distinct: a dictionary of them costs time and saves nothing.
-                counts = [name for name in table.column_names if name != self.item_col]
-                writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=counts)
+                # A dictionary of mostly distinct values costs time and saves nothing.
+                distinct = {self.item_col, *MOSTLY_DISTINCT}
+                few = [name for name in table.column_names if name not in distinct]
+                writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=few)
                 self._aside(self._written, writer, table, totals, files)  # beside the next
             self._wait()
             if writer is not None:

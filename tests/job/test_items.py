@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from mlflow import MlflowClient
 
 from numdiff_component import Options, score_frame
-from numdiff_component.job.items import ItemSamples, item_aggregates
+from numdiff_component.job.items import MOSTLY_DISTINCT, ItemSamples, item_aggregates
 from numdiff_component.job.run import run_job
 from numdiff_component.task.config import JobConfig, Scoring
 from tests.fixtures.commands import invoke
@@ -50,6 +51,13 @@ def test_buckets_equal_the_reference(
     assert totals == pytest.approx(reference_aggregates(want, KS), rel=1e-12, nan_ok=True)
     # The bucket files were beside it, and are gone with the partial file.
     assert list(tmp_path.iterdir()) == [tmp_path / "items.parquet"]
+    # Mostly distinct columns have no dictionary; the others have one.
+    group = pq.ParquetFile(tmp_path / "items.parquet").metadata.row_group(0)
+    columns = [group.column(i) for i in range(group.num_columns)]
+    coded = {column.path_in_schema for column in columns if column.has_dictionary_page}
+    assert set(MOSTLY_DISTINCT) < set(got.columns)
+    bits = {name for name in got.columns if got[name].dtype == bool}  # Parquet packs them
+    assert coded == set(got.columns) - {"item", *MOSTLY_DISTINCT} - bits
 
 
 def test_job_in_batches_logs_the_item_metrics(tmp_path: Path, tracking_uri: str) -> None:
