@@ -278,6 +278,12 @@ def shell_env() -> dict[str, str]:
 
 def _start_forkserver(folder: Path) -> None:
     forkserver.start(folder, shell_env(), os.path.join(BIN, "numdiff"))
+    (folder / "runner.py").write_text(_RUNNER)
+
+
+def _warm() -> Path:
+    """The fork server's folder: its ``python-warm`` runs ``runner.py`` (`_RUNNER`)."""
+    return once_per_run("forkserver", _start_forkserver)
 
 
 class Pages:
@@ -353,8 +359,9 @@ class Pages:
             jobs.append({"where": block.where, "script": str(script), "cwd": str(work)})
         plan = self._page_dir(page) / "scripts.json"
         plan.write_text(json.dumps(jobs), encoding="utf-8")
+        warm = _warm()
         done = subprocess.run(
-            [sys.executable, "-c", _RUNNER, str(plan)],
+            [warm / "python-warm", warm / "runner.py", str(plan)],
             cwd=self._page_dir(page),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -377,12 +384,15 @@ class Pages:
         return results
 
 
-# The scripts of one page in one process: each runs as ``python script.py`` would run it (a
-# fresh ``__main__``, its folder as the working folder, its own argv), its stdout and stderr
-# caught at file descriptors 1 and 2, so what MLflow or a child process writes is caught too.
+# The scripts of one page in one process (forked by the fork server): each runs as ``python
+# script.py`` would run it (a fresh ``__main__``, its folder as the working folder, its own
+# argv), its stdout and stderr caught at file descriptors 1 and 2, so what MLflow or a child
+# process writes is caught too.
 _RUNNER = r"""
 import json, os, runpy, sys, traceback
 from pathlib import Path
+
+sys.path[0] = ""  # the working folder, as for python -c
 
 plan = Path(sys.argv[1])
 codes = {}
@@ -435,7 +445,7 @@ def pages(
         "loadfile",
     ):
         selected = []
-    once_per_run("forkserver", _start_forkserver)
+    _warm()
     return Pages(tmp_path_factory.mktemp("pages"), _empty_store, selected)
 
 
@@ -717,7 +727,7 @@ def test_a_block_run_in_another_group_is_skipped_naming_it(tmp_path: Path) -> No
 @pytest.fixture
 def shell(tmp_path: Path, _empty_store: Path) -> dict[str, str]:
     """A page's environment (its own store), with this run's fork server started."""
-    once_per_run("forkserver", _start_forkserver)
+    _warm()
     shutil.copy(_empty_store, tmp_path / "mlflow.db")
     (tmp_path / "tmp").mkdir()
     uri = f"sqlite:///{tmp_path}/mlflow.db"
