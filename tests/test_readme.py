@@ -29,10 +29,14 @@ temporary files kept apart (``TMPDIR``). The blocks of one page share one sqlite
 For speed, importing MLflow once per page rather than once per block: the scripts of a page
 that stand alone (no ``continued`` block with them) run one after another in one Python
 process, each in a fresh ``__main__`` namespace in its own folder, with its stdout and stderr
-caught at the file descriptors. A block that is the same, character for character, as a block
-of an earlier page (the README repeats a few examples of the guide) runs once, on the first
-page; the copies are skipped, naming it. So does a block that stands alone and is the same as
-the first block of a group with ``continued`` blocks: it runs in that group.
+caught at the file descriptors. The shell blocks' ``numdiff`` is the shim of a fork server
+(`tests.fixtures.forkserver`, one per run): the console script runs in a child of a process
+that has imported MLflow, with the shell's descriptors, argv, folder and environment, and its
+exit status (tested below against the console script itself). A block that is the same,
+character for character, as a block of an earlier page (the README repeats a few examples of
+the guide) runs once, on the first page; the copies are skipped, naming it. So does a block
+that stands alone and is the same as the first block of a group with ``continued`` blocks: it
+runs in that group.
 
 An HTML comment on the line before a block's opening fence (blank lines allowed between)
 changes how it runs:
@@ -53,15 +57,18 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import errno
 import fnmatch
 import importlib.util
 import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +76,8 @@ from pathlib import Path
 import pytest
 
 from numdiff_component.options import SCHEMA
+from tests.fixtures import forkserver
+from tests.fixtures.run import BOUND, RUN_DIR, once_per_run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -247,6 +256,41 @@ def _mismatch(where: str, command: str, want: str, got: str) -> str:
     )
 
 
+_STARTING_ENV = dict(os.environ)
+"""This process's environment before any test ran: what tests set in it later (libraries do:
+sklearn's KMP_* settings, a Spark context's SPARK_*) is not a user's, and differs by worker."""
+
+
+def shell_env() -> dict[str, str]:
+    """The environment of every page's blocks but their store and TMPDIR: a user's (none of
+    this run's MLflow, numdiff or pytest settings), this checkout's package first on
+    PYTHONPATH, and ``numdiff`` the shim of this run's fork server (`tests.fixtures.forkserver`:
+    the real console script in a child of a process that has imported MLflow already)."""
+    env = {
+        k: v
+        for k, v in _STARTING_ENV.items()
+        if not k.startswith(("MLFLOW_", "NUMDIFF_", "PYTEST_")) and k not in forkserver.PER_CALL
+    }
+    shims = Path(os.environ[RUN_DIR]) / "forkserver" / "bin"
+    env.update(
+        MLFLOW_DISABLE_TELEMETRY="true",
+        PATH=os.pathsep.join([str(shims), BIN, env.get("PATH", "")]),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _start_forkserver(folder: Path) -> None:
+    forkserver.start(folder, shell_env(), os.path.join(BIN, "numdiff"))
+    (folder / "runner.py").write_text(_RUNNER)
+
+
+def _warm() -> Path:
+    """The fork server's folder: its ``python-warm`` runs ``runner.py`` (`_RUNNER`)."""
+    return once_per_run("forkserver", _start_forkserver)
+
+
 class Pages:
     """Per page: a folder with the page's tracking store, a new folder for each block in it, and
     the results of the page's standalone scripts, run together on first need."""
@@ -278,15 +322,7 @@ class Pages:
             )
         scratch = folder / "tmp"
         scratch.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NUMDIFF_"))}
-        env.update(
-            MLFLOW_TRACKING_URI=f"sqlite:///{store}",
-            MLFLOW_DISABLE_TELEMETRY="true",
-            PATH=BIN + os.pathsep + env.get("PATH", ""),
-            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-            PYTHONUNBUFFERED="1",
-            TMPDIR=str(scratch),
-        )
+        env = {**shell_env(), "MLFLOW_TRACKING_URI": f"sqlite:///{store}", "TMPDIR": str(scratch)}
         self.envs[page] = env
         return env
 
@@ -328,8 +364,9 @@ class Pages:
             jobs.append({"where": block.where, "script": str(script), "cwd": str(work)})
         plan = self._page_dir(page) / "scripts.json"
         plan.write_text(json.dumps(jobs), encoding="utf-8")
+        warm = _warm()
         done = subprocess.run(
-            [sys.executable, "-c", _RUNNER, str(plan)],
+            [warm / "python-warm", warm / "runner.py", str(plan)],
             cwd=self._page_dir(page),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -352,12 +389,15 @@ class Pages:
         return results
 
 
-# The scripts of one page in one process: each runs as ``python script.py`` would run it (a
-# fresh ``__main__``, its folder as the working folder, its own argv), its stdout and stderr
-# caught at file descriptors 1 and 2, so what MLflow or a child process writes is caught too.
+# The scripts of one page in one process (forked by the fork server): each runs as ``python
+# script.py`` would run it (a fresh ``__main__``, its folder as the working folder, its own
+# argv), its stdout and stderr caught at file descriptors 1 and 2, so what MLflow or a child
+# process writes is caught too.
 _RUNNER = r"""
 import json, os, runpy, sys, traceback
 from pathlib import Path
+
+sys.path[0] = ""  # the working folder, as for python -c
 
 plan = Path(sys.argv[1])
 codes = {}
@@ -410,6 +450,7 @@ def pages(
         "loadfile",
     ):
         selected = []
+    _warm()
     return Pages(tmp_path_factory.mktemp("pages"), _empty_store, selected)
 
 
@@ -686,3 +727,68 @@ def test_a_block_run_in_another_group_is_skipped_naming_it(tmp_path: Path) -> No
         "first.md:1": "first.md:1 is the same as second.md:5, which runs it",
         "second.md:1": "second.md:1 is the same as first.md:5, which runs it",
     }
+
+
+@pytest.fixture
+def shell(tmp_path: Path, _empty_store: Path) -> dict[str, str]:
+    """A page's environment (its own store), with this run's fork server started."""
+    _warm()
+    shutil.copy(_empty_store, tmp_path / "mlflow.db")
+    (tmp_path / "tmp").mkdir()
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    return {**shell_env(), "MLFLOW_TRACKING_URI": uri, "TMPDIR": str(tmp_path / "tmp")}
+
+
+def test_the_shim_prints_and_exits_as_the_console_script(
+    shell: dict[str, str], tmp_path: Path
+) -> None:
+    """The same command (a failed gate: a summary on stdout, one line on stderr, exit 1) through
+    the shim, forked by the server (it declines nothing), and through the console script."""
+    log = Path(os.environ[RUN_DIR]) / "forkserver" / "server.log"
+    done = {}
+    for name, numdiff in [("shim", "numdiff"), ("script", os.path.join(BIN, "numdiff"))]:
+        args = [numdiff, "score", str(ROOT / "examples" / "candidate.csv"), "--id-col", "id"]
+        args += ["--fail-under", "0.9", "--no-plots", "--results-dir", f"out-{name}"]
+        done[name] = _run(args, tmp_path, shell)
+    assert "out-shim" not in log.read_text()  # not declined
+    shown = {k: re.sub(r"[0-9a-f]{32}|out-" + k, "", d.stdout) for k, d in done.items()}
+    assert done["shim"].returncode == done["script"].returncode == 1
+    assert shown["shim"] == shown["script"]
+    assert "numdiff: error: pass rate 0.8611 is below --fail-under 0.9" in shown["shim"]
+
+
+def test_the_shim_passes_sigterm_on(shell: dict[str, str], tmp_path: Path) -> None:
+    """SIGTERM to the shim stops the command as it stops a real one: 143 and one line."""
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    shim = subprocess.Popen(
+        ["numdiff", "score", str(fifo), "--no-plots", "--results-dir", "out"],
+        cwd=tmp_path,
+        env=shell,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        writer = _open_when_read(fifo)  # the command is reading the table: it has started
+        shim.send_signal(signal.SIGTERM)
+        _, err = shim.communicate(timeout=BOUND)
+        os.close(writer)
+    finally:
+        shim.kill()
+        shim.wait()
+    assert shim.returncode == 128 + signal.SIGTERM, err
+    assert err.strip() == "numdiff: error: stopped by SIGTERM; no partial file is left"
+
+
+def _open_when_read(fifo: Path) -> int:
+    """A writing end of ``fifo``, once a process has it open for reading (until then opening
+    it without blocking fails with ENXIO)."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
