@@ -1,10 +1,10 @@
 """The job's samples per item (SPEC §3.3), in bounded memory: kept on disk by item, then
-grouped a bucket at a time into ``items.parquet``, and read back into the run's aggregates.
+grouped a bucket at a time into ``items.parquet`` and the run's item totals.
 
 A job scores batch by batch and an item's samples may be anywhere in the table. `ItemSamples`
 keeps what the vote needs of each row (`numdiff_component.samples.samples_of`: a few numbers)
 in `BUCKETS` Arrow files by a hash of the item, so each bucket holds whole items and is grouped
-on its own by `numdiff_component.samples.item_table`.
+on its own by `numdiff_component.samples.item_columns`.
 """
 
 from __future__ import annotations
