@@ -98,42 +98,32 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(values, dtype=float)[where]
 
 
-def row_order(rows: np.ndarray) -> np.ndarray | None:
-    """The positions that put samples in row order; ``None`` when they are (a bucket's are)."""
-    return None if bool(np.all(rows[1:] > rows[:-1])) else np.argsort(rows, kind="stable")
-
-
 def item_table(
     samples: pd.DataFrame, item_col: str, ks: Iterable[int], options: Options
 ) -> pd.DataFrame:
+    """`items_of` on a pandas table of samples (the evaluate metric's, Spark's groups)."""
+    table = pa.Table.from_pandas(samples[[item_col, *SAMPLE_COLUMNS]], preserve_index=False)
+    return items_of(table, item_col, ks, options).to_pandas()
+
+
+def items_of(samples: pa.Table, item_col: str, ks: Iterable[int], options: Options) -> pa.Table:
     """One row per item of ``samples`` (columns ``item_col`` and `SAMPLE_COLUMNS`, any order):
     the item, `ITEM_COLUMNS`, then ``pass_at_<k>`` for each k; items in first-row order.
 
     An item whose samples read different expected numbers is an `InputError` naming it.
     """
-    order = row_order(samples["row"].to_numpy())
-    ordered = samples if order is None else samples.iloc[order]
-    codes, items = pd.factorize(ordered[item_col], sort=False)
-    columns = {name: ordered[name].to_numpy() for name in SAMPLE_COLUMNS}
-    return pd.DataFrame(item_columns(item_col, items, codes, columns, ks, options))
-
-
-def item_columns(
-    item_col: str,
-    items: Any,
-    codes: np.ndarray,
-    samples: Mapping[str, np.ndarray],
-    ks: Iterable[int],
-    options: Options,
-) -> dict[str, Any]:
-    """`item_table`'s columns, of ``samples`` (`SAMPLE_COLUMNS`) in row order whose items are
-    ``items[codes]`` (``items`` in first-row order, as `pandas.factorize` gives them)."""
+    samples = samples.combine_chunks()
+    rows = samples.column("row").to_numpy()
+    if not np.all(rows[1:] > rows[:-1]):  # a bucket's samples come in row order
+        samples = samples.take(np.argsort(rows, kind="stable"))
+    encoded = samples.column(item_col).combine_chunks().dictionary_encode()  # first seen first
+    items, codes = encoded.dictionary, encoded.indices.to_numpy()
     # Each item's samples together, in row order; by radix when codes fit 16 bits.
     order = np.argsort(codes.astype(np.uint16) if len(items) <= 1 << 16 else codes, kind="stable")
     code = codes[order]
     n = np.bincount(code, minlength=len(items))
     start = np.concatenate([[0], np.cumsum(n)[:-1]])
-    column = {name: np.asarray(samples[name])[order] for name in SAMPLE_COLUMNS}
+    column = {name: samples.column(name).to_numpy()[order] for name in SAMPLE_COLUMNS}
     _check_expected(column["expected_value"], start, code, items)
     passed = column["passed"].astype(bool)
     table: dict[str, Any] = {
@@ -156,7 +146,7 @@ def item_columns(
     table["agreement"] = size / n
     for k in ks:
         table[pass_at(k)] = pass_at_k(n, table["n_passed"], k)
-    return table
+    return pa.table(table)
 
 
 def _check_expected(expected: np.ndarray, start: np.ndarray, code: np.ndarray, items: Any) -> None:
@@ -164,10 +154,8 @@ def _check_expected(expected: np.ndarray, start: np.ndarray, code: np.ndarray, i
     same = (expected == first) | (np.isnan(expected) & np.isnan(first))
     if not same.all():
         at = int(np.argmin(same))
-        item = items[code[at]]
-        item = item.as_py() if isinstance(item, pa.Scalar) else item
         raise InputError(
-            f"item {item!r} has samples with different expected numbers "
+            f"item {items[code[at]].as_py()!r} has samples with different expected numbers "
             f"({first[at]:g} and {expected[at]:g}); the samples of one item share one expected"
         )
 

@@ -4,7 +4,7 @@ grouped a bucket at a time into ``items.parquet`` and the run's item totals.
 A job scores batch by batch and an item's samples may be anywhere in the table. `ItemSamples`
 keeps what the vote needs of each row (`numdiff_component.samples.samples_of`: a few numbers)
 in `BUCKETS` Arrow files by a hash of the item, so each bucket holds whole items and is grouped
-on its own by `numdiff_component.samples.item_columns`.
+on its own by `numdiff_component.samples.items_of`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from numdiff_component.options import Options
-from numdiff_component.samples import (
-    SAMPLE_COLUMNS,
-    ItemTotals,
-    item_columns,
-    row_order,
-    samples_of,
-)
+from numdiff_component.samples import ItemTotals, items_of, samples_of
 
 BUCKETS = 128
 """Bucket files the samples are spread over by their item's hash: each is grouped alone."""
@@ -150,20 +144,6 @@ class ItemSamples:
         buckets = [self._folder / f"{b}.arrow" for b in sorted(self._writers)]
         return [buckets] if self.rows <= self.one_group_rows else [[b] for b in buckets]
 
-    def _grouped(self, files: list[Path]) -> pa.Table:
-        """The items of the samples in ``files``, in first-row order."""
-        tables = (pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files)
-        samples = pa.concat_tables(tables).combine_chunks()
-        order = row_order(samples.column("row").to_numpy())
-        samples = samples if order is None else samples.take(order)
-        encoded = samples.column(self.item_col).chunk(0).dictionary_encode()
-        columns = {name: samples.column(name).to_numpy() for name in SAMPLE_COLUMNS}
-        codes = encoded.indices.to_numpy()
-        found = item_columns(
-            self.item_col, encoded.dictionary, codes, columns, self.ks, self.options
-        )
-        return pa.table(found)
-
     def write(self, path: Path) -> ItemTotals:
         """Group the samples into ``path`` (Parquet, one row per item), written under a hidden
         name and renamed once complete; the buckets go. Returns the items' totals."""
@@ -172,7 +152,8 @@ class ItemSamples:
         writer = None
         try:
             for files in self._groups():
-                table = self._grouped(files)
+                read = (pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files)
+                table = items_of(pa.concat_tables(read), self.item_col, self.ks, self.options)
                 # A dictionary of mostly distinct values costs time and saves nothing.
                 distinct = {self.item_col, *MOSTLY_DISTINCT}
                 few = [name for name in table.column_names if name not in distinct]
