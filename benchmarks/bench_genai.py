@@ -54,7 +54,9 @@ def _one(rows: int, env: dict[str, str], folder: Path) -> dict[str, float]:
     store = f"sqlite:///{folder}/mlflow.db"
     base = {**os.environ, "MLFLOW_TRACKING_URI": store, "MLFLOW_DISABLE_TELEMETRY": "true"}
     init = "from mlflow import MlflowClient; MlflowClient().search_experiments()"
-    subprocess.run([sys.executable, "-c", init], env=base, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", init], env=base, check=True, capture_output=True, cwd=folder
+    )
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, str(rows)],
         env={**base, **env},

@@ -150,7 +150,9 @@ def waited(process: subprocess.Popen[bytes]) -> tuple[int, resource.struct_rusag
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Run ``command`` to completion: its wall time in seconds and its peak resident MiB."""
+    """Run ``command`` to completion: its wall time in seconds and its peak resident MiB. The
+    disk first takes what earlier jobs wrote (`os.sync`), so that no job pays for another's."""
+    os.sync()
     start = time.perf_counter()
     status, usage = waited(subprocess.Popen(command, env=env))
     wall = time.perf_counter() - start
@@ -160,7 +162,8 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def tracking_env(folder: Path) -> dict[str, str]:
-    """MLflow logging into a sqlite store in ``folder``, created before anything is timed."""
+    """MLflow logging into a sqlite store in ``folder``, created before anything is timed, from
+    ``folder``: the store's first experiment keeps its artifacts under the creator's folder."""
     env = {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{folder}/mlflow.db",
@@ -170,6 +173,7 @@ def tracking_env(folder: Path) -> dict[str, str]:
         [sys.executable, "-c", "import mlflow; mlflow.MlflowClient().search_experiments()"],
         env=env,
         check=True,
+        cwd=folder,
     )
     return env
 
@@ -271,7 +275,7 @@ def sample_run_against_floor(repeats: int = 5) -> tuple[float, float]:
                     "TMPDIR": tmp,
                 }
                 init = "import mlflow; mlflow.MlflowClient().search_experiments()"
-                subprocess.run([sys.executable, "-c", init], env=env, check=True)
+                subprocess.run([sys.executable, "-c", init], env=env, check=True, cwd=tmp)
                 log = folder / f"{kind}{i}.log"
                 with log.open("wb") as stderr:
                     start = time.perf_counter()

@@ -15,7 +15,7 @@ from numdiff_component.engines.spark_cluster import cluster_errors, spark_uri
 from numdiff_component.errors import missing_column
 from numdiff_component.options import Options
 from numdiff_component.scoring import FAIL, PASS, UNPARSEABLE, result_schema
-from numdiff_component.slices.groups import check_slices, group_table, merge_sums
+from numdiff_component.slices.groups import check_slices, group_table, merge_sums, text_index
 from numdiff_component.slices.thresholds import ROW_THRESHOLD, row_passes
 from numdiff_component.task.config import JobConfig
 
@@ -93,6 +93,6 @@ def groups_spark(results: DataFrame, by: Sequence[str]) -> pd.DataFrame:
             ),
         )
         frame = pd.DataFrame([row.asDict() for row in rows.collect()])
-        index = pd.Index(frame.pop("value").tolist(), dtype=object)
+        index = text_index(frame.pop("value").tolist())
         sums[column] = merge_sums([frame.set_axis(index)])
     return group_table(sums)

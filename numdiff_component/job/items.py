@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -151,26 +153,44 @@ class ItemSamples:
         partial = path.with_name(f".{path.name}.partial")
         writer = None
         try:
-            for files in self._groups():
-                read = (pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files)
-                table = items_of(pa.concat_tables(read), self.item_col, self.ks, self.options)
-                # A dictionary of mostly distinct values costs time and saves nothing.
-                distinct = {self.item_col, *MOSTLY_DISTINCT}
-                few = [name for name in table.column_names if name not in distinct]
-                writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=few)
-                self._aside(self._written, writer, table, totals, files)  # beside the next
-            self._wait()
+            # Closed on an error too, so that no grouping goes on.
+            with closing(self._grouped(self._groups())) as grouped:
+                for table, files in grouped:
+                    # A dictionary of mostly distinct values costs time and saves nothing.
+                    distinct = {self.item_col, *MOSTLY_DISTINCT}
+                    few = [name for name in table.column_names if name not in distinct]
+                    writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=few)
+                    self._written(writer, table, totals, files)  # while two groups are grouped
             if writer is not None:
                 writer.close()
                 writer = None
                 partial.replace(path)
         finally:
-            self._pool.shutdown()  # no write runs while the file is closed
+            self._pool.shutdown()  # its last grouping has ended
             if writer is not None:
                 writer.close()
             partial.unlink(missing_ok=True)
             self.close()
         return totals
+
+    def _items(self, files: list[Path]) -> pa.Table:
+        """The items of a group of bucket files."""
+        read = (pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in files)
+        return items_of(pa.concat_tables(read), self.item_col, self.ks, self.options)
+
+    def _grouped(self, groups: list[list[Path]]) -> Generator[tuple[pa.Table, list[Path]]]:
+        """Each group's items, in order, grouped two at a time: in turn by the thread that kept
+        the samples and by one more."""
+        with ThreadPoolExecutor(1, thread_name_prefix="numdiff-items") as other:
+            pending: deque[tuple[Future[pa.Table], list[Path]]] = deque()
+            for i, files in enumerate(groups):
+                pool = other if i % 2 else self._pool
+                pending.append((pool.submit(self._items, files), files))
+                if len(pending) == 3:  # two grouping while this one writes
+                    future, done = pending.popleft()
+                    yield future.result(), done
+            for future, done in pending:
+                yield future.result(), done
 
     @staticmethod
     def _written(

@@ -86,8 +86,19 @@ def value_text(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
+def text_index(values: Any) -> pd.Index:
+    """`value_text` of each value, as an index: a column of texts is taken as it is, with its
+    nulls made None, instead of one call per value."""
+    if isinstance(getattr(values, "dtype", None), pd.StringDtype):
+        texts = np.asarray(values, dtype=object)
+        texts[pd.isna(texts)] = None
+        return pd.Index(texts, dtype=object)
+    return pd.Index([value_text(v) for v in values], dtype=object)
+
+
 def batch_sums(results: Mapping[str, Any], column: str) -> pd.DataFrame:
-    """The sums of one batch per value of ``column`` (indexed by the value as it is)."""
+    """The sums of one batch per value of ``column``, indexed by the value's text (two values
+    of one text, 1 and "1", are still two rows: `merge_sums` adds them up)."""
     labels = pd.Series(results["label"], copy=False)
     compared = counted(labels, "output_unit" in results)
     errors = np.asarray(results["abs_error"], dtype=float)
@@ -105,14 +116,12 @@ def batch_sums(results: Mapping[str, Any], column: str) -> pd.DataFrame:
     for name, weights in per_value.items():
         found = np.bincount(codes, weights=weights, minlength=len(uniques))
         sums[name] = found if name.endswith("_sum") else found.astype(np.int64)  # counts
-    return pd.DataFrame(sums, index=pd.Index(np.asarray(uniques, dtype=object), dtype=object))
+    return pd.DataFrame(sums, index=text_index(uniques))
 
 
 def merge_sums(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Sums per value merged into sums per value's text (`value_text`; null is None)."""
-    frame = pd.concat(list(parts))
-    texts = pd.Index([value_text(v) for v in frame.index], dtype=object)
-    return frame.set_axis(texts).groupby(level=0, dropna=False, sort=False).sum()
+    """Sums per value's text (`text_index`; null is None) merged: one row per text."""
+    return pd.concat(list(parts)).groupby(level=0, dropna=False, sort=False).sum()
 
 
 class GroupTotals:

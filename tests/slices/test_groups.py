@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mlflow import MlflowClient
 
 from numdiff_component import score_frame
@@ -21,6 +23,8 @@ from numdiff_component.slices.groups import (
     GroupTotals,
     by_columns,
     group_metrics,
+    text_index,
+    value_text,
 )
 from numdiff_component.slices.keys import key_part
 from numdiff_component.slices.thresholds import ROW_THRESHOLD, apply_row_thresholds
@@ -84,6 +88,15 @@ def test_groups_equal_the_reference_whole_and_in_batches(batch_rows: int) -> Non
         assert metrics[f"{part}/worst_pass_rate"] == rates.min()
         assert metrics[f"{part}/pass_rate_gap"] == pytest.approx(rates.max() - rates.min())
         assert metrics[f"{part}/n_groups"] == len(want)
+
+
+@given(st.lists(st.none() | st.text(max_size=3)), st.sampled_from(["str", "string", object]))
+def test_a_column_of_texts_has_the_texts_value_text_gives(
+    values: list[str | None], dtype: object
+) -> None:
+    """The shortcut for a column of texts (no call per value) equals `value_text` of each."""
+    column = pd.array(values, dtype=dtype)
+    assert list(text_index(column)) == [value_text(v) for v in column]
 
 
 def test_the_null_group_and_the_empty_text_are_groups_of_their_own() -> None:
