@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -121,7 +122,7 @@ def slices_job(rows: int, runs: int, groups: int) -> None:
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in SLICES}
         for _ in range(runs):
             for name, options in SLICES.items():
-                times[name].append(timed([*job, *options], env))
+                times[name].append(timed([*job, *options], env, folder / ARTIFACTS))
         n_items = pq.ParquetFile(folder / "res" / "items.parquet").metadata.num_rows
         n_groups = pq.ParquetFile(folder / "res" / "groups.parquet").metadata.num_rows
     walls = {name: statistics.median(wall for wall, _ in runs) for name, runs in times.items()}
@@ -149,21 +150,31 @@ def waited(process: subprocess.Popen[bytes]) -> tuple[int, resource.struct_rusag
     return status, usage
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(
+    command: list[str], env: dict[str, str], artifacts: Path | None = None
+) -> tuple[float, float]:
     """Run ``command`` to completion: its wall time in seconds and its peak resident MiB. The
-    disk first takes what earlier jobs wrote (`os.sync`), so that no job pays for another's."""
+    disk first takes what earlier jobs wrote (`os.sync`), and the ``artifacts`` folder the job
+    logged to is removed after it (a copy of its results a run), so that no job pays for
+    another's."""
     os.sync()
     start = time.perf_counter()
     status, usage = waited(subprocess.Popen(command, env=env))
     wall = time.perf_counter() - start
+    if artifacts is not None:
+        shutil.rmtree(artifacts, ignore_errors=True)
     if code := os.waitstatus_to_exitcode(status):
         raise subprocess.CalledProcessError(code, command)
     return wall, usage.ru_maxrss / 1024
 
 
+ARTIFACTS = "mlruns"
+"""Where the store of `tracking_env` keeps its artifacts, in its folder."""
+
+
 def tracking_env(folder: Path) -> dict[str, str]:
     """MLflow logging into a sqlite store in ``folder``, created before anything is timed, from
-    ``folder``: the store's first experiment keeps its artifacts under the creator's folder."""
+    ``folder``: the store's first experiment keeps its artifacts there (`ARTIFACTS`)."""
     env = {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{folder}/mlflow.db",
@@ -201,7 +212,7 @@ def large_job(rows: int, runs: int) -> None:
         floors, jobs = [], []
         for _ in range(runs):
             floors.append(timed(floor, env))
-            jobs.append(timed(job, env))
+            jobs.append(timed(job, env, folder / ARTIFACTS))
         size_mib = table.stat().st_size / 2**20
         rows_out = pq.ParquetFile(folder / "res" / "results.parquet").metadata.num_rows
     floor_wall = statistics.median(wall for wall, _ in floors)

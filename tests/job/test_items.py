@@ -13,6 +13,7 @@ import pytest
 from mlflow import MlflowClient
 
 from numdiff_component import Options, score_frame
+from numdiff_component.errors import InputError
 from numdiff_component.job.items import MOSTLY_DISTINCT, ItemSamples, item_aggregates
 from numdiff_component.job.run import run_job
 from numdiff_component.task.config import JobConfig, Scoring
@@ -58,6 +59,21 @@ def test_buckets_equal_the_reference(
     assert set(MOSTLY_DISTINCT) < set(got.columns)
     bits = {name for name in got.columns if got[name].dtype == bool}  # Parquet packs them
     assert coded == set(got.columns) - {"item", *MOSTLY_DISTINCT} - bits
+
+
+def test_an_error_in_a_bucket_grouped_beside_stops_the_write_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Buckets grouped two at a time, in two threads: an item with two expected numbers is the
+    error, whichever thread grouped it, and neither bucket nor partial file stays."""
+    results = score_frame(items_table(), options=ANSWERS)
+    broken = results["item"] == results["item"].iloc[-1]
+    results.loc[broken.to_numpy().nonzero()[0][-1], "expected_value"] = -1.0
+    samples = ItemSamples("item", KS, ANSWERS, one_group_rows=0, beside=tmp_path)
+    samples.add(results)
+    with pytest.raises(InputError, match="has samples with different expected numbers"):
+        samples.write(tmp_path / "items.parquet")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_job_in_batches_logs_the_item_metrics(tmp_path: Path, tracking_uri: str) -> None:
