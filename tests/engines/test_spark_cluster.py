@@ -136,9 +136,12 @@ def spark_env(tmp: Path, worker_python: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) -> Iterator[str]:
-    """``sc://127.0.0.1:PORT``: a Spark Connect server (local[2]) whose workers run
-    ``worker_python``."""
+def connect_server(
+    tmp_path_factory: pytest.TempPathFactory, worker_python: str
+) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """A Spark Connect server (local[2]) whose workers run ``worker_python``, started: its
+    process, port and log. Not waited for: its JVM starts while the standalone cluster's jobs
+    run (`master` starts it too)."""
     tmp = tmp_path_factory.mktemp("connect")
     port = free_port()
     log = tmp / "server.log"
@@ -164,10 +167,17 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, worker_python: str) ->
             start_new_session=True,
         )
     try:
-        wait_until(lambda: listening(port), "Spark Connect server", [server], log)
-        yield f"sc://127.0.0.1:{port}"
+        yield server, port, log
     finally:
         stop([server])
+
+
+@pytest.fixture(scope="session")
+def connect_url(connect_server: tuple[subprocess.Popen[bytes], int, Path]) -> str:
+    """``sc://127.0.0.1:PORT`` of `connect_server`, once it listens."""
+    server, port, log = connect_server
+    wait_until(lambda: listening(port), "Spark Connect server", [server], log)
+    return f"sc://127.0.0.1:{port}"
 
 
 def master_state(ui: int) -> dict[str, Any]:
@@ -178,9 +188,12 @@ def master_state(ui: int) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def master(
-    tmp_path_factory: pytest.TempPathFactory, worker_python: str
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_python: str,
+    connect_server: tuple[subprocess.Popen[bytes], int, Path],
 ) -> Iterator[tuple[str, int]]:
-    """``spark://127.0.0.1:PORT`` and its web UI's port: a standalone master and one worker."""
+    """``spark://127.0.0.1:PORT`` and its web UI's port: a standalone master and one worker
+    (the Spark Connect server starts meanwhile)."""
     tmp = tmp_path_factory.mktemp("standalone")
     env = spark_env(tmp, worker_python)
     port, ui = free_port(), free_port()
@@ -261,10 +274,15 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def numdiff(
-    workdir: Path, *args: str, env: dict[str, str] | None = None, submit: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``numdiff score preds.csv ...`` in ``workdir``; through ``spark-submit`` to ``submit``."""
+def started(
+    workdir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    submit: str | None = None,
+    conf: str = "",
+) -> subprocess.Popen[str]:
+    """``numdiff score preds.csv ...`` started in ``workdir``; through ``spark-submit`` to
+    ``submit``, with the Spark setting ``conf`` (``key=value``) when given."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     base.update(MLFLOW_DISABLE_TELEMETRY="true", NUMDIFF_TRACKING_TIMEOUT="120")
     base.update(jvm_settings(workdir))
@@ -274,12 +292,29 @@ def numdiff(
         import numdiff_component
 
         main = str(Path(numdiff_component.__file__).parent / "__main__.py")
-        command = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", submit, main, *command[3:]]
+        settings = ["--conf", conf] if conf else []
+        submitting = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", submit, *settings]
+        command = [*submitting, main, *command[3:]]
         base.update(PYSPARK_DRIVER_PYTHON=sys.executable)
     base.update(env or {})
-    return subprocess.run(
-        command, cwd=workdir, env=base, capture_output=True, text=True, timeout=600
-    )
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, cwd=workdir, env=base, stdout=pipe, stderr=pipe, text=True)
+
+
+def finished(job: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    """A `started` job once it ends (within ten minutes, else it is killed)."""
+    try:
+        stdout, stderr = job.communicate(timeout=600)
+    finally:
+        job.kill()
+    return subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
+
+
+def numdiff(
+    workdir: Path, *args: str, env: dict[str, str] | None = None, submit: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``numdiff score preds.csv ...`` in ``workdir``, to its end (`started`)."""
+    return finished(started(workdir, *args, env=env, submit=submit))
 
 
 def results(folder: Path) -> pd.DataFrame:
@@ -322,6 +357,40 @@ def run_id(stdout: str) -> str:
     return line.split()[1]
 
 
+def test_standalone_cluster_equals_pandas(
+    master: tuple[str, int],
+    worker_python: str,
+    workdir: Path,
+    pandas_results: dict[tuple[str, ...], pd.DataFrame],
+) -> None:
+    """Through spark-submit, and by ``numdiff score`` with ``PYSPARK_SUBMIT_ARGS`` naming the
+    cluster, at once (a core each): each job's application shows in the master's list (it ran
+    there, not locally)."""
+    master_url, ui = master
+    env = {"PYSPARK_PYTHON": worker_python}
+    one_core = "spark.cores.max=1"
+    submitted = started(
+        workdir,
+        "--engine",
+        "spark",
+        "--results-dir",
+        "submit0",
+        submit=master_url,
+        env=env,
+        conf=one_core,
+    )
+    args = {"PYSPARK_SUBMIT_ARGS": f"--master {master_url} --conf {one_core} pyspark-shell"}
+    named = started(
+        workdir, "--engine", "spark", "--results-dir", "master2", *READINGS, env=env | args
+    )
+    for job, out, options in ((submitted, "submit0", ()), (named, "master2", READINGS)):
+        done = finished(job)
+        assert done.returncode == 0, done.stderr[-3000:]
+        pd.testing.assert_frame_equal(results(workdir / out), pandas_results[options])
+    apps = master_state(ui)["completedapps"]
+    assert len(apps) == 2, apps  # both jobs ran on the cluster
+
+
 @pytest.fixture(scope="module")
 def connect_run(connect_url: str, workdir: Path) -> tuple[Path, str]:
     """A tracked Spark Connect job with opt-in readings (`READINGS`), as a user runs it: its
@@ -346,25 +415,6 @@ def test_spark_connect_equals_pandas(
     out = connect_run[0]
     pd.testing.assert_frame_equal(results(out), pandas_results[READINGS])
     assert not list(out.glob(".*.partial"))
-
-
-def test_standalone_cluster_equals_pandas(
-    master: tuple[str, int],
-    worker_python: str,
-    workdir: Path,
-    pandas_results: dict[tuple[str, ...], pd.DataFrame],
-) -> None:
-    """Through spark-submit, and by ``numdiff score`` with ``PYSPARK_SUBMIT_ARGS`` naming the
-    cluster: the job's application shows in the master's list (it ran there, not locally)."""
-    master_url, ui = master
-    env = {"PYSPARK_PYTHON": worker_python}
-    out = run_ok(workdir, "submit0", submit=master_url, env=env)
-    pd.testing.assert_frame_equal(results(out), pandas_results[()])
-    env["PYSPARK_SUBMIT_ARGS"] = f"--master {master_url} pyspark-shell"
-    out = run_ok(workdir, "master2", *READINGS, env=env)
-    pd.testing.assert_frame_equal(results(out), pandas_results[READINGS])
-    apps = master_state(ui)["completedapps"]
-    assert len(apps) == 2, apps  # both jobs ran on the cluster
 
 
 def test_tracked_run_same_as_the_pandas_engines(
