@@ -1,5 +1,5 @@
 """The job's samples per item (SPEC §3.3), in bounded memory: kept on disk by item, then
-grouped a bucket at a time into ``items.parquet`` and the run's item totals.
+grouped two buckets at a time into ``items.parquet`` and the run's item totals.
 
 A job scores batch by batch and an item's samples may be anywhere in the table. `ItemSamples`
 keeps what the vote needs of each row (`numdiff_component.samples.samples_of`: a few numbers)
