@@ -1,7 +1,8 @@
 """The ``numdiff score`` command: output, exit codes and one-line errors.
 
 The commands run in process (click's runner); one test per exit code runs the real entry point,
-``python -m numdiff_component``, in a process of its own.
+``python -m numdiff_component``, in a process of its own (exit 0's is
+tests/e2e/test_guarantees.py::test_job_writes_only_its_results_folder).
 """
 
 from __future__ import annotations
@@ -209,21 +210,24 @@ def test_progress_shows_on_a_terminal_unless_quiet(
 
 
 # --- the real entry point: one process per exit code -------------------------------------------
-
-
-def test_entry_point_exit_0_scores_and_logs(tracking_uri: str, tmp_path: Path) -> None:
-    done = numdiff_process("score", "--no-plots", "--results-dir", str(tmp_path / "res"))
-    assert done.returncode == 0, done.stderr
-    assert "mean_score" in done.stdout and "runs:/" in done.stdout
-    rows = len(pd.read_csv(sample_path()))
-    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == rows
+# Exit 0: tests/e2e/test_guarantees.py::test_job_writes_only_its_results_folder.
 
 
 def test_entry_point_exit_1_is_the_quality_gate(tmp_path: Path, tracking_uri: str) -> None:
-    args = ["score", "-q", "--no-plots", "--fail-under", "0.99", "--results-dir", str(tmp_path)]
-    done = numdiff_process(*args)
-    one_line_error(done, 1, "pass rate", "is below --fail-under 0.99")
-    assert done.stdout == "" and (tmp_path / "results.parquet").exists()
+    """The gate says why: a pass rate below ``--fail-under`` that would look equal rounded to
+    four places is printed with every digit, and the run's description says what the terminal
+    said (docs/guarantees.md, "The quality gate says why")."""
+    source = write_file(tmp_path / "t.csv", "output,expected\n" + "1,1\n" * 9 + "1,2\n")
+    results = tmp_path / "res"
+    args = ["score", str(source), "-q", "--no-plots", "--results-dir", str(results)]
+    done = numdiff_process(*args, "--fail-under", "0.9000000000000001")
+    line = one_line_error(done, 1, "pass rate 0.9 is below --fail-under 0.9000000000000001")
+    assert done.stdout == "" and (results / "results.parquet").exists()
+    from mlflow import MlflowClient
+
+    (run,) = MlflowClient().search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])
+    description = run.data.tags["mlflow.note.content"]
+    assert f"Gate failed: {line.split('error: ')[1]}." in description  # as the terminal said
 
 
 def test_entry_point_exit_2_is_bad_input(tmp_path: Path) -> None:

@@ -289,7 +289,9 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -> None:
     """Nothing is written next to the input, in the working folder or in the temporary folder:
-    only the results folder (and the tracking store's own files) change."""
+    only the results folder (and the tracking store's own files) change. The real entry point's
+    exit 0 too (tests/cli/test_cli.py has its exits 1 to 3): it scores every row, prints the
+    summary and logs the run."""
     import mlflow
 
     from numdiff_component.task import results as files
@@ -312,6 +314,8 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
         env={"TMPDIR": str(tmp_path / "tmp")},
     )
     assert proc.returncode == 0, proc.stderr
+    assert "mean_score" in proc.stdout and "runs:/" in proc.stdout
+    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == N
     after = _snapshot(tmp_path)
     changed = {p for p in after if before.get(p) != after[p]} | (before.keys() - after.keys())
     tracking = {p for p in changed if p.startswith(("artifacts/", "mlflow.db"))}
