@@ -245,6 +245,10 @@ def _experiment(name: str) -> str:
 
 
 def test_a_failed_gate_is_named_beside_a_tracking_failure(tmp_path: Path) -> None:
+    """A server that never answers: the tracking deadline (3 s) ends the process with exit 3,
+    its one line names the server and the failed gate, and the results are kept. (A server that
+    trickles a byte a second instead: tests/e2e/test_faults.py's
+    test_a_server_that_never_answers_ends_in_exit_3_within_the_deadline.)"""
     source = tmp_path / "t.csv"
     source.write_text("output,expected\n1,2\n")
     with _hung_server() as url:
@@ -258,8 +262,13 @@ def test_a_failed_gate_is_named_beside_a_tracking_failure(tmp_path: Path) -> Non
             env={"MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACKING_TIMEOUT": "3"},
         )
     one_line_error(
-        done, 3, "no answer within 3 s", "the gate failed too: pass rate 0.0000 is below"
+        done,
+        3,
+        f"could not log to MLflow at {url}",
+        "no answer within 3 s",
+        "the gate failed too: pass rate 0.0000 is below",
     )
+    assert (tmp_path / "o" / "results.parquet").exists()
 
 
 INFINITE_MAE = "mae is inf, logged to MLflow as 1.797e+308 (MLflow stores no infinity)"
