@@ -358,8 +358,12 @@ def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -
     assert proc.stdout.count("\n") == 1
     # Logged: the temporary folder is gone, and the results are where the run keeps them.
     results = proc.stdout.strip()
-    assert results.startswith("runs:/") and results.endswith("/numeric_diff/results.parquet")
+    run_id = results.split("/")[1]  # runs:/<id>/numeric_diff/results.parquet
+    assert results == f"runs:/{run_id}/numeric_diff/results.parquet"
     assert not list(tmp_path.glob("numdiff-results-*"))
+    from mlflow import MlflowClient
+
+    assert MlflowClient(env["MLFLOW_TRACKING_URI"]).get_run(run_id).info.status == "FINISHED"
 
 
 def test_compare_says_the_presets_differ(tracking_uri: str, tmp_path: Path) -> None:
