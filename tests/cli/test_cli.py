@@ -237,22 +237,24 @@ def test_entry_point_exit_2_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
-    """Nothing listens on the port: exit 3 within the bounded retries, the results all kept."""
+    """Nothing listens on the port: exit 3 within the bounded retries, the results all kept. No
+    --results-dir: they stay in the temporary folder the job made, which the line names."""
     source = write_table(
         pd.DataFrame({"id": ["a", "b"], "output": ["1", "2"], "expected": ["1", "3"]}),
         tmp_path / "t.csv",
     )
     url = f"http://127.0.0.1:{free_port()}"
-    results = tmp_path / "res" / "results.parquet"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     done = numdiff_process(
         "score",
         str(source),
         "-q",
         "--no-plots",
-        "--results-dir",
-        str(results.parent),
-        env={"MLFLOW_TRACKING_URI": url},
+        env={"MLFLOW_TRACKING_URI": url, "TMPDIR": str(temp)},
     )  # returns within the bound: the retries are bounded (cli.HTTP_DEFAULTS)
+    (kept,) = temp.glob("numdiff-results-*")
+    results = kept / "results.parquet"
     one_line_error(
         done,
         3,
@@ -261,7 +263,7 @@ def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
         f"the complete results are in {str(results)!r}",
     )
     assert list(pd.read_parquet(results)["label"]) == ["pass", "fail"]
-    assert sorted(os.listdir(results.parent)) == [CLAIM, "results.parquet"]  # nothing half-written
+    assert sorted(os.listdir(kept)) == [CLAIM, "results.parquet"]  # nothing half-written
 
 
 def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
