@@ -361,32 +361,8 @@ def test_a_sigterm_once_the_command_is_done_is_no_traceback(
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
 
 
-def test_a_new_experiment_on_a_sqlite_store_keeps_its_artifacts_beside_the_store(
-    tracking_uri: str, tmp_path: Path
-) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    source = work / "t.csv"
-    source.write_text("output,expected\n1,1\n")
-    done = numdiff_process(
-        "score",
-        "t.csv",
-        "-q",
-        "--no-plots",
-        "--results-dir",
-        str(tmp_path / "o"),
-        "--experiment-name",
-        "brand new",
-        cwd=work,
-        timeout=GUARD,
-    )
-    assert done.returncode == 0, done.stderr
-    assert sorted(os.listdir(work)) == ["t.csv"]  # no ./mlruns in the working folder
-    from mlflow import MlflowClient
-
-    experiment = MlflowClient().get_experiment_by_name("brand new")
-    assert experiment.artifact_location == (tmp_path / "mlartifacts").as_uri()
-    assert any((tmp_path / "mlartifacts").rglob("results.parquet"))
+# A new experiment on a sqlite store keeps its artifacts beside the store, not in ./mlruns:
+# tests/e2e/test_guarantees.py::test_job_writes_only_its_results_folder.
 
 
 def test_parallel_jobs_on_a_brand_new_sqlite_store(tmp_path: Path) -> None:
