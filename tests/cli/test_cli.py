@@ -1,7 +1,8 @@
 """The ``numdiff score`` command: output, exit codes and one-line errors.
 
 The commands run in process (click's runner); one test per exit code runs the real entry point,
-``python -m numdiff_component``, in a process of its own.
+``python -m numdiff_component``, in a process of its own (exit 0's is
+tests/e2e/test_guarantees.py::test_job_writes_only_its_results_folder).
 """
 
 from __future__ import annotations
@@ -209,21 +210,24 @@ def test_progress_shows_on_a_terminal_unless_quiet(
 
 
 # --- the real entry point: one process per exit code -------------------------------------------
-
-
-def test_entry_point_exit_0_scores_and_logs(tracking_uri: str, tmp_path: Path) -> None:
-    done = numdiff_process("score", "--no-plots", "--results-dir", str(tmp_path / "res"))
-    assert done.returncode == 0, done.stderr
-    assert "mean_score" in done.stdout and "runs:/" in done.stdout
-    rows = len(pd.read_csv(sample_path()))
-    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == rows
+# Exit 0: tests/e2e/test_guarantees.py::test_job_writes_only_its_results_folder.
 
 
 def test_entry_point_exit_1_is_the_quality_gate(tmp_path: Path, tracking_uri: str) -> None:
-    args = ["score", "-q", "--no-plots", "--fail-under", "0.99", "--results-dir", str(tmp_path)]
-    done = numdiff_process(*args)
-    one_line_error(done, 1, "pass rate", "is below --fail-under 0.99")
-    assert done.stdout == "" and (tmp_path / "results.parquet").exists()
+    """The gate says why: a pass rate below ``--fail-under`` that would look equal rounded to
+    four places is printed with every digit, and the run's description says what the terminal
+    said (docs/guarantees.md, "The quality gate says why")."""
+    source = write_file(tmp_path / "t.csv", "output,expected\n" + "1,1\n" * 9 + "1,2\n")
+    results = tmp_path / "res"
+    args = ["score", str(source), "-q", "--no-plots", "--results-dir", str(results)]
+    done = numdiff_process(*args, "--fail-under", "0.9000000000000001")
+    line = one_line_error(done, 1, "pass rate 0.9 is below --fail-under 0.9000000000000001")
+    assert done.stdout == "" and (results / "results.parquet").exists()
+    from mlflow import MlflowClient
+
+    (run,) = MlflowClient().search_runs([os.environ["MLFLOW_EXPERIMENT_ID"]])
+    description = run.data.tags["mlflow.note.content"]
+    assert f"Gate failed: {line.split('error: ')[1]}." in description  # as the terminal said
 
 
 def test_entry_point_exit_2_is_bad_input(tmp_path: Path) -> None:
@@ -233,22 +237,24 @@ def test_entry_point_exit_2_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
-    """Nothing listens on the port: exit 3 within the bounded retries, the results all kept."""
+    """Nothing listens on the port: exit 3 within the bounded retries, the results all kept. No
+    --results-dir: they stay in the temporary folder the job made, which the line names."""
     source = write_table(
         pd.DataFrame({"id": ["a", "b"], "output": ["1", "2"], "expected": ["1", "3"]}),
         tmp_path / "t.csv",
     )
     url = f"http://127.0.0.1:{free_port()}"
-    results = tmp_path / "res" / "results.parquet"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     done = numdiff_process(
         "score",
         str(source),
         "-q",
         "--no-plots",
-        "--results-dir",
-        str(results.parent),
-        env={"MLFLOW_TRACKING_URI": url},
+        env={"MLFLOW_TRACKING_URI": url, "TMPDIR": str(temp)},
     )  # returns within the bound: the retries are bounded (cli.HTTP_DEFAULTS)
+    (kept,) = temp.glob("numdiff-results-*")
+    results = kept / "results.parquet"
     one_line_error(
         done,
         3,
@@ -257,7 +263,7 @@ def test_entry_point_exit_3_is_tracking_unreachable(tmp_path: Path) -> None:
         f"the complete results are in {str(results)!r}",
     )
     assert list(pd.read_parquet(results)["label"]) == ["pass", "fail"]
-    assert sorted(os.listdir(results.parent)) == [CLAIM, "results.parquet"]  # nothing half-written
+    assert sorted(os.listdir(kept)) == [CLAIM, "results.parquet"]  # nothing half-written
 
 
 def test_decimal_comma_is_a_plain_flag_and_takes_true_or_false(
@@ -354,8 +360,12 @@ def test_quiet_prints_only_where_a_temporary_results_folder_is(tmp_path: Path) -
     assert proc.stdout.count("\n") == 1
     # Logged: the temporary folder is gone, and the results are where the run keeps them.
     results = proc.stdout.strip()
-    assert results.startswith("runs:/") and results.endswith("/numeric_diff/results.parquet")
+    run_id = results.split("/")[1]  # runs:/<id>/numeric_diff/results.parquet
+    assert results == f"runs:/{run_id}/numeric_diff/results.parquet"
     assert not list(tmp_path.glob("numdiff-results-*"))
+    from mlflow import MlflowClient
+
+    assert MlflowClient(env["MLFLOW_TRACKING_URI"]).get_run(run_id).info.status == "FINISHED"
 
 
 def test_compare_says_the_presets_differ(tracking_uri: str, tmp_path: Path) -> None:

@@ -289,12 +289,15 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -> None:
     """Nothing is written next to the input, in the working folder or in the temporary folder:
-    only the results folder (and the tracking store's own files) change."""
-    import mlflow
+    only the results folder (and the tracking store's own files) change. The experiment is new:
+    created by ``--experiment-name`` on the sqlite store, it keeps its artifacts in
+    ``mlartifacts`` beside the store, not in ``./mlruns`` of the working folder (MLflow's
+    default). The real entry point's exit 0 too (tests/cli/test_cli.py has its exits 1 to 3):
+    it scores every row, prints the summary and logs the run."""
+    from mlflow import MlflowClient
 
     from numdiff_component.task import results as files
 
-    mlflow.create_experiment("writes", artifact_location=str(tmp_path / "artifacts"))
     for name in ("in", "cwd", "tmp"):
         (tmp_path / name).mkdir()
     _source().to_csv(tmp_path / "in" / "t.csv", index=False)
@@ -312,9 +315,11 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
         env={"TMPDIR": str(tmp_path / "tmp")},
     )
     assert proc.returncode == 0, proc.stderr
+    assert "mean_score" in proc.stdout and "runs:/" in proc.stdout
+    assert len(pd.read_parquet(tmp_path / "res" / "results.parquet")) == N
     after = _snapshot(tmp_path)
     changed = {p for p in after if before.get(p) != after[p]} | (before.keys() - after.keys())
-    tracking = {p for p in changed if p.startswith(("artifacts/", "mlflow.db"))}
+    tracking = {p for p in changed if p.startswith(("mlartifacts/", "mlflow.db"))}
     assert sorted(changed - tracking) == sorted(
         f"res/{name}"
         for name in [
@@ -328,6 +333,8 @@ def test_job_writes_only_its_results_folder(tracking_uri: str, tmp_path: Path) -
     )
     assert any(p.endswith("numeric_diff/results.parquet") for p in tracking)
     assert os.listdir(tmp_path / "cwd") == [] and os.listdir(tmp_path / "tmp") == []
+    experiment = MlflowClient().get_experiment_by_name("writes")
+    assert experiment.artifact_location == (tmp_path / "mlartifacts").as_uri()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,6 @@ from numdiff_component.job.run import run_job
 from numdiff_component.report.render import markdown, text
 from numdiff_component.task.config import DEFAULT_BATCH_ROWS, JobConfig, Scoring
 from tests.fixtures.commands import numdiff_process
-from tests.fixtures.run import BIN, BOUND
 from tests.fixtures.tables import write_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,36 +218,10 @@ def test_each_plot_is_stored_once_where_the_ui_shows_it(tmp_path: Path, tracking
     assert not [k for k in params if k.startswith("numeric_diff/")]
 
 
-def _score_in_a_fresh_temp_folder(
-    tmp_path: Path, uri: str
-) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    env = {**os.environ, "TMPDIR": str(temp), "MLFLOW_TRACKING_URI": uri}
-    env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    command = [sys.executable, "-m", "numdiff_component", "score", "--quiet"]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=BOUND)
-    return temp, proc
-
-
-def test_a_logged_run_leaves_nothing_in_the_temporary_folder(
-    tmp_path: Path, tracking_uri: str
-) -> None:
-    temp, proc = _score_in_a_fresh_temp_folder(tmp_path, tracking_uri)
-    assert proc.returncode == 0, proc.stderr
-    assert not list(temp.glob("numdiff-results-*"))
-    run_id = proc.stdout.strip().split("/")[1]  # runs:/<id>/numeric_diff/results.parquet
-    assert proc.stdout.strip() == f"runs:/{run_id}/numeric_diff/results.parquet"
-    assert MlflowClient().get_run(run_id).info.status == "FINISHED"
-
-
-def test_results_stay_in_the_temporary_folder_when_logging_failed(tmp_path: Path) -> None:
-    temp, proc = _score_in_a_fresh_temp_folder(tmp_path, "http://127.0.0.1:9")  # nothing there
-    assert proc.returncode == 3, proc.stderr
-    (kept,) = temp.glob("numdiff-results-*")
-    assert (kept / "results.parquet").is_file()
-    assert str(kept / "results.parquet") in proc.stderr
+# The temporary results folder of a job given no --results-dir, each in a real process (TMPDIR is
+# read once per process): gone once the run is logged,
+# tests/cli/test_cli.py::test_quiet_prints_only_where_a_temporary_results_folder_is; kept and
+# named when logging failed, tests/cli/test_cli.py::test_entry_point_exit_3_is_tracking_unreachable.
 
 
 def test_the_run_description_shows_a_hostile_file_name_as_text(
