@@ -383,9 +383,12 @@ def test_standalone_cluster_equals_pandas(
     named = started(
         workdir, "--engine", "spark", "--results-dir", "master2", *READINGS, env=env | args
     )
-    for job, out, options in ((submitted, "submit0", ()), (named, "master2", READINGS)):
-        done = finished(job)
-        assert done.returncode == 0, done.stderr[-3000:]
+    try:
+        done = [finished(job) for job in (submitted, named)]  # both end, whatever one says
+    finally:
+        named.kill()  # when the first timed out
+    for job, out, options in ((done[0], "submit0", ()), (done[1], "master2", READINGS)):
+        assert job.returncode == 0, job.stderr[-3000:]
         pd.testing.assert_frame_equal(results(workdir / out), pandas_results[options])
     apps = master_state(ui)["completedapps"]
     assert len(apps) == 2, apps  # both jobs ran on the cluster
