@@ -156,10 +156,10 @@ class ItemSamples:
             # Closed on an error too, so that no grouping goes on.
             with closing(self._grouped(self._groups())) as grouped:
                 for table, files in grouped:
-                    # A dictionary of mostly distinct values costs time and saves nothing.
-                    distinct = {self.item_col, *MOSTLY_DISTINCT}
-                    few = [name for name in table.column_names if name not in distinct]
-                    writer = writer or pq.ParquetWriter(partial, table.schema, use_dictionary=few)
+                    if writer is None:  # a dictionary of mostly distinct values saves nothing
+                        distinct = {self.item_col, *MOSTLY_DISTINCT}
+                        few = [name for name in table.column_names if name not in distinct]
+                        writer = pq.ParquetWriter(partial, table.schema, use_dictionary=few)
                     self._written(writer, table, totals, files)  # while two groups are grouped
             if writer is not None:
                 writer.close()
