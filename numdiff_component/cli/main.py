@@ -8,6 +8,7 @@ Heavy imports happen inside the commands so that ``numdiff --help`` answers at o
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -204,7 +205,9 @@ def score(
         import warnings
 
         warnings.simplefilter("ignore")  # numpy's overflow, MLflow's schema hints: not errors
-        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        if "MLFLOW_LOGGING_LEVEL" not in os.environ:  # the user's own setting wins
+            os.environ["MLFLOW_LOGGING_LEVEL"] = "WARNING"  # read when MLflow is imported
+            logging.getLogger("mlflow").setLevel(logging.WARNING)  # or when it was already
     from numdiff_component.job.run import run_job
     from numdiff_component.slices.groups import by_columns
     from numdiff_component.task.config import JobConfig, Scoring

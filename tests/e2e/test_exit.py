@@ -9,10 +9,11 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.fixtures.commands import MODULE, numdiff_process, one_line_error
+from tests.fixtures.commands import numdiff_process, one_line_error
 from tests.fixtures.servers import refusing_proxy
 
 GUARD = 60  # seconds: a hang guard for each process, never a measure of speed
@@ -42,15 +43,10 @@ def _only_run(uri: str, experiment: str) -> object:
     return run
 
 
-def _run(args: list[str], env: dict[str, str], **how: object) -> subprocess.CompletedProcess[str]:
-    """``numdiff score ARGS`` as a real process, its output as ``how`` says (``stdout=``...)."""
-    return subprocess.run(
-        [*MODULE, "score", *args],
-        text=True,
-        timeout=GUARD,
-        env={**os.environ, "NUMDIFF_TRACEBACK": "", **env},
-        **how,  # type: ignore[call-overload]
-    )
+def _run(args: list[str], env: dict[str, str], **how: Any) -> subprocess.CompletedProcess[str]:
+    """``numdiff score ARGS`` as a process of its own, its output as ``how`` says
+    (``stdout=``...)."""
+    return numdiff_process("score", *args, env=env, timeout=GUARD, **how)
 
 
 @pytest.mark.parametrize("where", ["sqlite", "http"])
@@ -81,9 +77,7 @@ def test_help_into_a_closed_pipe_is_exit_2(args: list[str]) -> None:
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run(
-            [*MODULE, *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=GUARD
-        )
+        done = numdiff_process(*args, stdout=write, timeout=GUARD)
     finally:
         os.close(write)
     done.stdout = ""

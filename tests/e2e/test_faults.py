@@ -26,7 +26,7 @@ from numdiff_component.inputs.tables import open_table
 from numdiff_component.job.run import run_job
 from numdiff_component.task.config import JobConfig
 from numdiff_component.task.results import CLAIM
-from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import MODULE, invoke, numdiff_popen, numdiff_process, one_line_error
 from tests.fixtures.run import BOUND
 from tests.fixtures.servers import kill_group, tracking_server
 from tests.fixtures.tables import write_file
@@ -274,19 +274,14 @@ def _kill_server_once_running(
     folder.mkdir()
     source.to_csv(folder / "t.csv", index=False)
     store = folder / "server.db"
-    args = [
-        *MODULE,
-        "score",
-        str(folder / "t.csv"),
-        "-q",
-        "--no-plots",
-        "--results-dir",
-        str(folder / "res"),
-    ]
+    args = ["score", str(folder / "t.csv"), "-q", "--no-plots"]
+    args += ["--results-dir", str(folder / "res")]
     with tracking_server(store, folder / "artifacts", tmp_path / "server.log") as (url, server):
-        env = {**os.environ, "MLFLOW_TRACKING_URI": url, "NUMDIFF_TRACEBACK": ""}
-        cli = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        cli = numdiff_popen(
+            *args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"MLFLOW_TRACKING_URI": url},
         )
         run_id = None
         try:
@@ -480,11 +475,10 @@ def test_concurrent_jobs_on_one_results_folder_never_log_anothers_rows(
         write_file(tmp_path / f"t{i}.csv", table(5000 + i).to_csv(index=False)) for i in range(4)
     ]
     processes = [
-        subprocess.Popen(
-            [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(folder)],
+        numdiff_popen(
+            *["score", str(source), "--no-plots", "--results-dir", str(folder)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )
         for source in sources
     ]

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from numdiff_component.report.render import markdown
-from tests.fixtures.commands import MODULE, invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import MODULE, invoke, numdiff_popen, numdiff_process, one_line_error
 from tests.fixtures.servers import serve_on_loopback
 
 GUARD = 90  # seconds: a hang guard for each process, never a measure of speed
@@ -324,13 +324,8 @@ def test_an_output_that_cannot_be_written_is_one_line(tracking_uri: str, tmp_pat
     source = tmp_path / "t.csv"
     source.write_text("output,expected\n1,1\n")
     with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [*MODULE, "score", str(source), "--no-plots", "--results-dir", str(tmp_path / "o")],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=GUARD,
-        )
+        args = ["score", str(source), "--no-plots", "--results-dir", str(tmp_path / "o")]
+        done = numdiff_process(*args, stdout=full, timeout=GUARD)
     done.stdout = ""
     one_line_error(done, 2, "cannot write the output: No space left on device")
 
@@ -373,15 +368,14 @@ def test_parallel_jobs_on_a_brand_new_sqlite_store(tmp_path: Path) -> None:
     source.write_text("output,expected\n1,1\n2,3\n")
     store = tmp_path / "store" / "new.db"
     store.parent.mkdir()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{store}"}
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{store}"}
     jobs = [
-        subprocess.Popen(
-            [*MODULE, "score", str(source), "-q", "--no-plots", "--results-dir", f"r{i}"],
+        numdiff_popen(
+            *["score", str(source), "-q", "--no-plots", "--results-dir", f"r{i}"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )
         for i in range(4)
     ]
