@@ -23,7 +23,7 @@ from numdiff_component import AGGREGATE_NAMES, aggregate
 from numdiff_component.cli.main import score
 from numdiff_component.inputs.sources import sample_path
 from numdiff_component.options import PRESET_OPTIONS, SCHEMA, OptionSpec
-from tests.fixtures.commands import invoke, one_line_error
+from tests.fixtures.commands import as_user, invoke, one_line_error, user_env
 from tests.fixtures.samples import items_table, reference_aggregates, reference_items
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,6 +121,8 @@ def _mlflow_run(
     env: dict[str, str] | None = None,
     args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
+    """``mlflow run PROJECT --env-manager local ARGS -P PARAMS`` in ``cwd``, with ``env`` (this
+    process's unless given) as a user has it (`user_env`)."""
     command = (
         os.path.join(os.path.dirname(sys.executable), "mlflow"),
         "run",
@@ -131,6 +133,7 @@ def _mlflow_run(
     )
     for param in params:
         command += ("-P", param)
+    env = user_env(os.environ if env is None else env)
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -145,9 +148,10 @@ def _project_run(*params: str, project: Path, run_name: str | None = None) -> st
 
     parameters = dict(param.split("=", 1) for param in params)
     try:
-        submitted = mlflow.projects.run(
-            str(project), parameters=parameters, env_manager="local", run_name=run_name
-        )
+        with as_user():
+            submitted = mlflow.projects.run(
+                str(project), parameters=parameters, env_manager="local", run_name=run_name
+            )
     except ExecutionException:
         return None
     return str(submitted.run_id)

@@ -6,6 +6,7 @@ command's environment differently."""
 from __future__ import annotations
 
 import re
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from tests.fixtures.run import ROOT
 
 
 def _log() -> Path:
-    return Path(warm_module()[0]).parent / "server.log"
+    return Path(warm_module()[0]).parents[1] / "server.log"
 
 
 def test_a_warm_command_prints_and_exits_as_the_module(tmp_path: Path) -> None:
@@ -48,3 +49,13 @@ def test_a_variable_the_imports_read_is_declined_one_they_do_not_is_not() -> Non
     assert done.returncode == 2 and "Traceback" in done.stderr, done.stderr
     assert other not in forkserver.declined(_log())
     assert f"{other}" in _log().read_text()
+
+
+def test_the_shim_is_python_for_anything_else() -> None:
+    """The server's ``python`` (first on PATH in these tests) hands only ``-m
+    numdiff_component`` to the server: any other command is Python itself."""
+    shim = warm_module()[0]
+    code = "import sys; print(sys.argv[1:], sys.flags.isolated)"
+    done = subprocess.run([shim, "-c", code, "x"], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "['x'] 0\n", "")
+    assert code not in _log().read_text()
