@@ -33,11 +33,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers per core. Most tests wait more than they compute (a server or a
-    JVM starting, a deadline passing, a child process importing MLflow): with one worker per core
-    a two-core machine was half idle."""
+    """``-n auto``: one worker per core and one more. Many tests wait on what they start (a
+    server or a JVM, a deadline passing), which one worker per core leaves idle; but each
+    worker imports and collects everything again, and more workers' processes only compete
+    for the cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 2 * (cores or 1)
+    return (cores or 1) + 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
