@@ -77,6 +77,7 @@ import pytest
 
 from numdiff_component.options import SCHEMA
 from tests.fixtures import forkserver
+from tests.fixtures.commands import STARTING_ENV
 from tests.fixtures.run import BOUND, RUN_DIR, once_per_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,11 +257,6 @@ def _mismatch(where: str, command: str, want: str, got: str) -> str:
     )
 
 
-_STARTING_ENV = dict(os.environ)
-"""This process's environment before any test ran: what tests set in it later (libraries do:
-sklearn's KMP_* settings, a Spark context's SPARK_*) is not a user's, and differs by worker."""
-
-
 def shell_env() -> dict[str, str]:
     """The environment of every page's blocks but their store and TMPDIR: a user's (none of
     this run's MLflow, numdiff or pytest settings), this checkout's package first on
@@ -268,7 +264,7 @@ def shell_env() -> dict[str, str]:
     the real console script in a child of a process that has imported MLflow already)."""
     env = {
         k: v
-        for k, v in _STARTING_ENV.items()
+        for k, v in STARTING_ENV.items()
         if not k.startswith(("MLFLOW_", "NUMDIFF_", "PYTEST_")) and k not in forkserver.PER_CALL
     }
     shims = Path(os.environ[RUN_DIR]) / "forkserver" / "bin"

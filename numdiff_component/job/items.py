@@ -186,7 +186,7 @@ class ItemSamples:
             for i, files in enumerate(groups):
                 pool = other if i % 2 else self._pool
                 pending.append((pool.submit(self._items, files), files))
-                if len(pending) == 3:  # two grouping while this one writes
+                if len(pending) == 3:  # two groupings go on while this one is written
                     future, done = pending.popleft()
                     yield future.result(), done
             for future, done in pending:
