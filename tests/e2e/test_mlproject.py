@@ -7,7 +7,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,9 +121,10 @@ def _mlflow_run(
     args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """``mlflow run PROJECT --env-manager local ARGS -P PARAMS`` in ``cwd``, with ``env`` (this
-    process's unless given) as a user has it (`user_env`)."""
+    process's unless given) as a user has it (`user_env`: its ``mlflow`` is the fork server's)."""
+    env = user_env(os.environ if env is None else env)
     command = (
-        os.path.join(os.path.dirname(sys.executable), "mlflow"),
+        str(shutil.which("mlflow", path=env["PATH"])),
         "run",
         str(project),
         "--env-manager",
@@ -133,7 +133,6 @@ def _mlflow_run(
     )
     for param in params:
         command += ("-P", param)
-    env = user_env(os.environ if env is None else env)
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 

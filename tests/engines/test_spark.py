@@ -6,6 +6,7 @@ each sees the values it would see in a real job.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -211,18 +212,23 @@ def test_every_spec_reading_through_spark(spark: Any) -> None:
     """Each SPEC §1.1 example (and v4's markers and scale words, given as a list and a dict),
     scored by Spark with its options, reads the number written.
 
-    One Spark job per set of options: the examples that share options are rows of one table."""
+    One Spark job: the examples that share options are rows of one table, scored with them, and
+    the tables' results are one union."""
     by_options: dict[str, list[tuple[str, float | None]]] = {}
     for text, options, number in SPEC_READINGS + LIST_READINGS:
         by_options.setdefault(json.dumps(options, sort_keys=True), []).append((text, number))
+    scored = []
     for key, examples in by_options.items():
-        rows = [(text, 1.0) for text, _ in examples]
-        sdf = spark.createDataFrame(rows, "output string, expected double")
-        got = collect(score_spark(sdf, **json.loads(key)))["output_value"].tolist()
-        assert len(got) == len(examples), key
-        for (text, number), value in zip(examples, got, strict=True):
+        rows = [(key, i, text, 1.0) for i, (text, _) in enumerate(examples)]
+        sdf = spark.createDataFrame(rows, "options string, i int, output string, expected double")
+        scored.append(score_spark(sdf, **json.loads(key)).select("options", "i", "output_value"))
+    got = collect(functools.reduce(lambda a, b: a.unionByName(b), scored))
+    read = {(key, i): value for key, i, value in got.itertuples(index=False)}
+    assert len(read) == len(got) == sum(map(len, by_options.values()))
+    for key, examples in by_options.items():
+        for i, (text, number) in enumerate(examples):
             want = math.nan if number is None else number
-            assert value == pytest.approx(want, rel=1e-15, nan_ok=True), (text, key)
+            assert read[key, i] == pytest.approx(want, rel=1e-15, nan_ok=True), (text, key)
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: ",".join(o) or "defaults")
