@@ -44,6 +44,10 @@ def vote_column(options: Options) -> str:
     return "output_converted" if options.units != "none" else "output_value"
 
 
+FEW_SAMPLES = 8
+"""Up to this many samples an item, `vote` compares samples pair by pair (`vote_by_pairs`)."""
+
+
 def vote(values: np.ndarray, threshold: float, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """The vote of items that have n samples each: ``values`` is (items, n), NaN for no number.
 
@@ -55,6 +59,41 @@ def vote(values: np.ndarray, threshold: float, floor: float) -> tuple[np.ndarray
     >>> vote(np.array([[100.0, 98.0, 100.5], [7.0, 8.0, np.nan]]), 0.99, 1.0)
     (array([0, 0]), array([2, 1]))
     """
+    if values.shape[1] <= FEW_SAMPLES:
+        return vote_by_pairs(values, threshold, floor)
+    return vote_by_clusters(values, threshold, floor)
+
+
+def vote_by_pairs(
+    values: np.ndarray, threshold: float, floor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """`vote` on a few samples an item, column by column: each sample against each earlier
+    one that started a cluster, in the rows where it has not joined one yet (most samples join
+    the first cluster, so the later pairs are scored on few rows)."""
+    m, n = values.shape
+    columns = np.ascontiguousarray(values.T)
+    heads = np.full((n, m), -1)  # each sample's cluster, by its first sample's position
+    for j, number in enumerate(columns):
+        free = np.flatnonzero(~np.isnan(number))  # the rows where it has joined no cluster
+        for h in range(j):
+            candidate = heads[h, free] == h
+            rows = free[candidate]
+            joins = pair_scores(columns[h, rows], number[rows], floor)[0] >= threshold
+            heads[j, rows[joins]] = h
+            candidate[candidate] = joins
+            free = free[~candidate]
+        heads[j, free] = j
+    at = (np.arange(m) * n + heads)[heads >= 0]  # flat (row, cluster) positions
+    sizes = np.bincount(at, minlength=m * n).reshape(m, n)
+    winner = np.argmax(sizes, axis=1)  # the first of the largest
+    size = sizes[np.arange(m), winner]
+    return np.where(size > 0, winner, -1), size
+
+
+def vote_by_clusters(
+    values: np.ndarray, threshold: float, floor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """`vote` on any number of samples an item: each sample against the clusters so far."""
     m, n = values.shape
     rows = np.arange(m)
     heads = np.full((m, n), np.nan)  # each cluster's first number

@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from numdiff_component import Options, score_frame
 from numdiff_component.errors import InputError, OptionError
 from numdiff_component.options import sample_ks
-from numdiff_component.samples import ItemTotals, item_table, samples_of, vote
+from numdiff_component.samples import (
+    FEW_SAMPLES,
+    ItemTotals,
+    item_table,
+    samples_of,
+    vote,
+    vote_by_clusters,
+    vote_by_pairs,
+)
 from tests.fixtures.run import EXAMPLES
 from tests.fixtures.samples import (
     items_table,
@@ -135,3 +143,30 @@ def test_vote_equals_the_reference(rows: list[list[float]], threshold: float, fl
     winner, size = vote(np.array(rows, dtype=float), threshold, floor)
     want = [reference_vote(values, threshold, floor) for values in rows]
     assert list(zip(winner.tolist(), size.tolist(), strict=True)) == want
+
+
+CLOSE = st.sampled_from([7.0, 7.05, 7.07, 7.1, 7.2, -7.0, np.nan])
+"""Numbers a few of which are within a threshold of each other: clusters of several."""
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    st.integers(1, FEW_SAMPLES).flatmap(
+        lambda n: st.lists(
+            st.lists(NUMBERS | CLOSE, min_size=n, max_size=n), min_size=1, max_size=40
+        )
+    ),
+    st.sampled_from([0.0, 0.5, 0.99, 1.0]) | st.floats(0, 1),
+    st.sampled_from([0.0, 1.0]) | st.floats(0, 1e3),
+)
+def test_the_vote_by_pairs_equals_the_vote_by_clusters(
+    rows: list[list[float]], threshold: float, floor: float
+) -> None:
+    """`vote`'s path for a few samples an item against its general one, on the same numbers."""
+    values = np.array(rows, dtype=float)
+    fast, plain = (
+        vote_by_pairs(values, threshold, floor),
+        vote_by_clusters(values, threshold, floor),
+    )
+    assert [a.tolist() for a in fast] == [a.tolist() for a in plain]
+    assert [a.dtype for a in fast] == [a.dtype for a in plain]
