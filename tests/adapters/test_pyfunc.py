@@ -28,7 +28,7 @@ from numdiff_component.adapters.pyfunc import SIGNATURE, log_numeric_diff_model,
 from numdiff_component.options import OPTION_NAMES
 from numdiff_component.scoring import RESULT_COLUMNS as OUTPUT_COLUMNS
 from numdiff_component.scoring import SPAN_COLUMNS
-from tests.fixtures.commands import SCRIPT, invoke, numdiff_process, one_line_error
+from tests.fixtures.commands import invoke, numdiff_process, one_line_error
 from tests.fixtures.servers import free_port, stop
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
@@ -249,10 +249,10 @@ def test_served_model_answers_over_http(
 
 @pytest.mark.slow
 def test_log_model_command_prints_a_uri_that_loads() -> None:
-    # The console script that pip installs, in a process of its own.
+    # In a process of its own (tests/test_readme.py shows the console script acts as this).
     args = "--name gate --threshold 0.5 --pick last --experiment-name nd-models --run-name lm"
     args += " --threshold-col tol"
-    result = numdiff_process("log-model", *args.split(), command=SCRIPT, timeout=180)
+    result = numdiff_process("log-model", *args.split(), timeout=180)
     assert result.returncode == 0, result.stderr
     assert "pickle" not in result.stderr.lower()
     uri = result.stdout.strip()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import sys
 from dataclasses import replace
 from decimal import Decimal
@@ -41,6 +40,7 @@ from numdiff_component.scoring import RESULT_COLUMNS, SPAN_COLUMNS
 from numdiff_component.task.config import JobConfig, Scoring
 from numdiff_component.tracking.evaluation import metrics
 from numdiff_component.tracking.records import load_results
+from tests.fixtures.commands import numdiff_popen
 from tests.fixtures.tables import LIST_READINGS, SPEC_READINGS, assert_spans_read_again
 
 # One local Spark session (a session fixture per xdist worker): this file goes to one worker
@@ -623,16 +623,12 @@ def test_sigterm_during_a_spark_job_leaves_no_partial_output(tmp_path: Path) -> 
     pd.DataFrame(
         {"output": [texts[i % 4] for i in range(rows)], "expected": ["1234.5"] * rows}
     ).to_parquet(tmp_path / "big.parquet")
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path}/mlflow.db"
-    command = [sys.executable, "-m", "numdiff_component", "score", "big.parquet"]
-    job = subprocess.Popen(
-        [*command, "--engine", "spark", "--results-dir", "out"],
+    job = numdiff_popen(
+        *("score", "big.parquet", "--engine", "spark", "--results-dir", "out"),
+        env={"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"},
         cwd=tmp_path,
-        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
     )
     partial = tmp_path / "out" / ".results.parquet.partial"
     deadline = time.monotonic() + 300
