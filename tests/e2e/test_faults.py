@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from numdiff_component.task.config import JobConfig
 from numdiff_component.task.results import CLAIM
 from tests.fixtures.commands import MODULE, invoke, numdiff_popen, numdiff_process, one_line_error
 from tests.fixtures.run import BOUND
-from tests.fixtures.servers import kill_group, tracking_server
+from tests.fixtures.servers import kill_group, refusing_proxy, tracking_server
 from tests.fixtures.tables import write_file
 
 
@@ -340,33 +341,27 @@ def test_server_killed_in_the_middle_of_a_run(tmp_path: Path) -> None:
     assert store.get_run(run_id).info.status == "RUNNING"
 
 
-@pytest.mark.slow
-def test_server_refusing_artifacts_marks_the_run_failed(tmp_path: Path) -> None:
-    """The artifact store lies below a regular file, so the server cannot create it: HTTP 500."""
-    (tmp_path / "a-file").write_text("not a folder")
+def test_server_refusing_artifacts_marks_the_run_failed(mlflow_server: str, tmp_path: Path) -> None:
+    """A server that answers 500 to every artifact upload (a proxy in front of a real one)."""
     source = table(500)
     source.to_csv(tmp_path / "t.csv", index=False)
-    store = tmp_path / "server.db"
-    with tracking_server(store, tmp_path / "a-file" / "artifacts", tmp_path / "server.log") as (
-        url,
-        _,
-    ):
+    experiment = f"faults-{uuid.uuid4().hex}"
+    with refusing_proxy(mlflow_server, "/mlflow-artifacts/artifacts/", 500) as url:
         proc = numdiff_process(
-            "score",
-            str(tmp_path / "t.csv"),
-            "-q",
-            "--no-plots",
-            "--results-dir",
-            str(tmp_path / "res"),
+            *("score", str(tmp_path / "t.csv"), "-q", "--no-plots"),
+            *("--experiment-name", experiment, "--results-dir", str(tmp_path / "res")),
             env={"MLFLOW_TRACKING_URI": url},
         )
-        one_line_error(proc, 3, f"could not log to MLflow at {url}", "500 error responses")
-        assert_complete(tmp_path / "res", source)
-        from mlflow import MlflowClient
+    one_line_error(proc, 3, f"could not log to MLflow at {url}", "500 error responses")
+    assert_complete(tmp_path / "res", source)
+    from mlflow import MlflowClient
 
-        runs = MlflowClient(url).search_runs(["0"])
-        assert [r.info.status for r in runs] == ["FAILED"]  # told, not left RUNNING
-        assert runs[0].data.metrics["numeric_diff/n_rows"] == 500  # what could be logged was
+    client = MlflowClient(mlflow_server)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None, "no run was started"
+    runs = client.search_runs([found.experiment_id])
+    assert [r.info.status for r in runs] == ["FAILED"]  # told, not left RUNNING
+    assert runs[0].data.metrics["numeric_diff/n_rows"] == 500  # what could be logged was
 
 
 # ---------------------------------------------------------------------------------------------
