@@ -260,17 +260,22 @@ class ItemTotals:
     means: dict[str, _Mean] = field(default_factory=dict)
     short: dict[int, tuple[int, Any]] = field(default_factory=dict)  # k: (items, first item)
 
-    def add(self, items: pd.DataFrame) -> None:
-        """Take in a table of items (`item_table`'s columns)."""
-        self.n_items += len(items)
-        self.maj_passed += int(np.count_nonzero(items["maj_at_k"].to_numpy(dtype=bool)))
-        self.agreement_sum += float(items["agreement"].sum())
+    def add(self, items: pa.Table) -> None:
+        """Take in a table of items (`items_of`'s columns)."""
+
+        def column(name: str) -> np.ndarray:
+            return np.asarray(items.column(name).to_numpy())
+
+        self.n_items += items.num_rows
+        self.maj_passed += int(np.count_nonzero(column("maj_at_k")))
+        self.agreement_sum += float(column("agreement").sum())
         for name in ["mean_at_k", *map(pass_at, self.ks)]:
-            self.means.setdefault(name, _Mean()).add(items[name].to_numpy(dtype=float))
+            self.means.setdefault(name, _Mean()).add(column(name).astype(float))
         for k in self.ks:
-            left_out = np.flatnonzero(items["n_samples"].to_numpy() < k)
+            left_out = np.flatnonzero(column("n_samples") < k)
             if len(left_out):
-                count, first = self.short.get(k, (0, items[self.item_col].iloc[left_out[0]]))
+                first = items.column(self.item_col)[int(left_out[0])].as_py()
+                count, first = self.short.get(k, (0, first))
                 self.short[k] = (count + len(left_out), first)
 
     def aggregates(self) -> dict[str, float]:
@@ -303,9 +308,7 @@ def rows_item_aggregates(
     names each row's item (the evaluate metric's case; the job groups on disk, `job.items`)."""
     ks = tuple(ks)
     totals = ItemTotals(item_col, ks)
-    totals.add(
-        item_table(samples_of(results, item_col, options, 0).to_pandas(), item_col, ks, options)
-    )
+    totals.add(items_of(samples_of(results, item_col, options, 0), item_col, ks, options))
     return totals.aggregates()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -57,7 +58,7 @@ def test_run_aggregates_equal_the_reference() -> None:
     _, items = items_of(items_table())
     totals = ItemTotals("item", KS)
     for part in np.array_split(np.arange(len(items)), 3):  # added up in parts, as the job does
-        totals.add(items.iloc[part])
+        totals.add(pa.Table.from_pandas(items.iloc[part], preserve_index=False))
     want = reference_aggregates(items, KS)
     got = totals.aggregates()
     assert set(got) == set(want)

@@ -198,7 +198,7 @@ class ItemSamples:
     ) -> None:
         """Write a group's items, add them to ``totals`` and remove its bucket files."""
         writer.write_table(table.cast(writer.schema))
-        totals.add(table.to_pandas())
+        totals.add(table)
         for file in files:
             file.unlink()
 
@@ -216,5 +216,5 @@ def item_aggregates(path: Path, item_col: str, ks: tuple[int, ...]) -> ItemTotal
     totals = ItemTotals(item_col, ks)
     file = pq.ParquetFile(path)
     for group in range(file.num_row_groups):
-        totals.add(file.read_row_group(group).to_pandas())
+        totals.add(file.read_row_group(group))
     return totals
