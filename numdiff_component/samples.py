@@ -1,8 +1,8 @@
 """Samples per item (SPEC §3.3): mean@k, the vote maj@k on the numbers read, pass@k, agreement.
 
-`item_table` is the one function that turns the scored samples of some items into one row per
-item; the pandas job (`numdiff_component.job.items`) and the Spark engine (a grouped pandas UDF)
-both call it. `samples_of` is what a sample keeps for its item: the item, its row number, the
+`items_of` is the one function that turns the scored samples of some items into one row per
+item: the pandas job (`numdiff_component.job.items`) and the evaluate metric call it, the Spark
+engine through `item_table` (its pandas form, in a grouped pandas UDF). `samples_of` is what a sample keeps for its item: the item, its row number, the
 number it votes with, the expected number, the score and passed. `ItemTotals` adds tables of
 items up into the run's metrics.
 """
@@ -140,7 +140,7 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
 def item_table(
     samples: pd.DataFrame, item_col: str, ks: Iterable[int], options: Options
 ) -> pd.DataFrame:
-    """`items_of` on a pandas table of samples (the evaluate metric's, Spark's groups)."""
+    """`items_of` on a pandas table of samples (Spark's groups)."""
     table = pa.Table.from_pandas(samples[[item_col, *SAMPLE_COLUMNS]], preserve_index=False)
     return items_of(table, item_col, ks, options).to_pandas()
 
