@@ -2,9 +2,9 @@
 
 `items_of` is the one function that turns the scored samples of some items into one row per
 item: the pandas job (`numdiff_component.job.items`) and the evaluate metric call it, the Spark
-engine through `item_table` (its pandas form, in a grouped pandas UDF). `samples_of` is what a sample keeps for its item: the item, its row number, the
-number it votes with, the expected number, the score and passed. `ItemTotals` adds tables of
-items up into the run's metrics.
+engine through `item_table` (its pandas form, in a grouped pandas UDF). `samples_of` is what a
+sample keeps for its item: the item, its row number, the number it votes with, the expected
+number, the score and passed. `ItemTotals` adds tables of items up into the run's metrics.
 """
 
 from __future__ import annotations
